@@ -1,0 +1,227 @@
+# -*- coding: utf-8 -*-
+"""Jinja2 filters that turn a user's job request into a validated job spec.
+
+The job spec is the single source for everything ``submit_job`` writes and
+submits: ``config/job_spec.json``, ``config/runtime_env.json``,
+``config/submit_cmd.txt`` and the ``ray_job`` module's arguments.
+
+Format of a request (shared DESIGN.md section 3): a dict with the keys in
+``REQUEST_KEYS``; ``workload`` names an entry of the workload catalog
+(``mvp_workloads`` in ``inventories/common/all/00-mvp-workloads.yml``).
+
+All validation errors raise ``AnsibleFilterError`` with a message naming the
+field and the fix, before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import shlex
+
+try:
+    from ansible.errors import AnsibleFilterError
+except ImportError:  # pragma: no cover - unit tests always have ansible
+    AnsibleFilterError = ValueError
+
+SUBMISSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+REQUEST_KEYS = frozenset([
+    "submission_id", "workload", "shared_root", "code_id", "code_path", "reward_fn_path",
+    "model", "dataset", "ray", "trainer_overrides", "env_vars",
+])
+RAY_KEYS = frozenset(["address", "entrypoint_resources", "entrypoint_num_cpus", "runtime_env"])
+TOOLS_SUBDIR = "common/code/mvp_tools"
+
+
+def _fail(field, problem, fix):
+    raise AnsibleFilterError("job spec field '%s': %s. Fix: %s" % (field, problem, fix))
+
+
+def hydra_value(value):
+    """Render a Python value as a Hydra override value.
+
+    :param value: bool, int, float, None, str, list or dict.
+    :returns: str: ``true``/``false``, ``null``, numbers as-is, lists and dicts
+        in Hydra's bracket syntax, strings unquoted unless they contain
+        characters Hydra's grammar treats specially (then single-quoted).
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(hydra_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join("%s:%s" % (k, hydra_value(v)) for k, v in value.items()) + "}"
+    text = str(value)
+    if text == "" or re.search(r"[\s,\[\]{}()='\"\\:]", text):
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return text
+
+
+def hydra_overrides(overrides):
+    """Turn a dict of dotted keys to values into sorted ``key=value`` strings."""
+    return ["%s=%s" % (key, hydra_value(overrides[key])) for key in sorted(overrides)]
+
+
+def mvp_submission_id(workload, stamp, suffix):
+    """Make a submission id ``<workload>-<stamp>-<suffix>`` that matches SUBMISSION_ID_RE.
+
+    :param workload: str, workload name.
+    :param stamp: str, UTC time such as ``20261121-120000``.
+    :param suffix: str, random hex to keep concurrent submissions apart.
+    """
+    return "%s-%s-%s" % (workload, stamp, suffix)
+
+
+def mvp_job_spec(request, catalog, defaults):
+    """Build and validate the job spec of one submission.
+
+    :param request: dict, the user's request (keys in REQUEST_KEYS).
+    :param catalog: dict, workload name -> catalog entry.
+    :param defaults: dict with ``shared_root``, ``code_id``, ``python``,
+        ``worker_resource``, ``expect_workers`` (int) and optionally ``model``.
+    :returns: dict with submission_id, workload, shared_root, job_dir, code_path,
+        entrypoint, runtime_env, entrypoint_resources, entrypoint_num_cpus,
+        trainer_overrides, env_vars, needs_gpus, gpus_requested, model, dataset.
+    :raises AnsibleFilterError: naming the field and the fix.
+    """
+    if not isinstance(request, dict):
+        _fail("job spec", "is a %s, not a mapping" % type(request).__name__,
+              "give key: value pairs (a JobSpec YAML file or -e variables)")
+    unknown = sorted(set(request) - REQUEST_KEYS)
+    if unknown:
+        _fail(unknown[0], "unknown key (known: %s)" % ", ".join(sorted(REQUEST_KEYS)),
+              "remove or correct it")
+    workload = request.get("workload")
+    if workload not in catalog:
+        _fail("workload", "unknown workload %r" % (workload,),
+              "use one of %s" % ", ".join(sorted(catalog)))
+    entry = catalog[workload]
+    submission_id = request.get("submission_id")
+    if not isinstance(submission_id, str) or not SUBMISSION_ID_RE.match(submission_id):
+        _fail("submission_id", "%r does not match %s" % (submission_id, SUBMISSION_ID_RE.pattern),
+              "use letters, digits, '.', '_' or '-', starting with a letter or digit; "
+              "no '/', no spaces, at most 128 characters")
+    shared_root = request.get("shared_root") or defaults["shared_root"]
+    if not posixpath.isabs(shared_root):
+        _fail("shared_root", "%r is not an absolute path" % shared_root, "use for example /private")
+    shared_root = posixpath.normpath(shared_root)
+    code_id = request.get("code_id") or defaults["code_id"]
+    code_path = request.get("code_path") or posixpath.join(shared_root, "common/code/verl", code_id)
+    code_path = posixpath.normpath(code_path)
+    if not code_path.startswith(shared_root + "/"):
+        _fail("code_path", "%s is outside shared_root %s" % (code_path, shared_root),
+              "point it at a snapshot under %s/common/code/verl/" % shared_root)
+    ray = dict(request.get("ray") or {})
+    bad_ray = sorted(set(ray) - RAY_KEYS)
+    if bad_ray:
+        _fail("ray." + bad_ray[0], "unknown key (known: %s)" % ", ".join(sorted(RAY_KEYS)),
+              "remove or correct it")
+
+    job_dir = posixpath.join(shared_root, "jobs", submission_id)
+    tools = posixpath.join(shared_root, TOOLS_SUBDIR)
+    python = defaults.get("python", "python")
+
+    overrides = dict(entry.get("trainer_overrides") or {})
+    user_overrides = request.get("trainer_overrides") or {}
+    if not isinstance(user_overrides, dict):
+        _fail("trainer_overrides", "is not a mapping", "give dotted keys, e.g. trainer.total_epochs: 1")
+    overrides.update(user_overrides)
+    if "trainer.save_freq" in overrides and (
+            not isinstance(overrides["trainer.save_freq"], int) or overrides["trainer.save_freq"] < 1):
+        _fail("trainer_overrides.trainer.save_freq", "must be an integer >= 1, got %r"
+              % (overrides["trainer.save_freq"],), "set trainer.save_freq to 1 or more")
+    data = {key: posixpath.join(shared_root, path)
+            for key, path in (entry.get("data_files") or {}).items()}
+    if request.get("dataset"):
+        data = {key: posixpath.join(shared_root, "datasets", request["dataset"],
+                                    posixpath.basename(path)) for key, path in data.items()}
+    model = request.get("model") or defaults.get("model")
+    if entry.get("module"):
+        overrides.update({k: v for k, v in data.items()})
+        if entry.get("model_key") and model:
+            overrides[entry["model_key"]] = (model if posixpath.isabs(model)
+                                             else posixpath.join(shared_root, "common/models", model))
+        overrides["trainer.default_local_dir"] = posixpath.join(job_dir, "checkpoints")
+        if request.get("reward_fn_path"):
+            overrides["custom_reward_function.path"] = request["reward_fn_path"]
+        program = [python, "-u", "-m", entry["module"]] + hydra_overrides(overrides)
+    else:
+        program = [python, "-u", posixpath.join(tools, entry["script"]),
+                   "--job-dir", job_dir, "--shared-root", shared_root,
+                   "--expect-workers", str(defaults.get("expect_workers", 1)),
+                   "--worker-resource", defaults["worker_resource"]]
+        for key in sorted(data):
+            program += ["--data", "%s=%s" % (key, data[key])]
+    entrypoint = " ".join(shlex.quote(p) for p in
+                          [python, "-u", posixpath.join(tools, "mvp_entry.py"),
+                           "--log", posixpath.join(job_dir, "logs", "driver.log"), "--"] + program)
+
+    env_vars = dict(entry.get("env_vars") or {})
+    user_env = request.get("env_vars") or {}
+    if not isinstance(user_env, dict):
+        _fail("env_vars", "is not a mapping", "give NAME: value pairs")
+    env_vars.update({str(k): str(v) for k, v in user_env.items()})
+    env_vars["PYTHONPATH"] = "%s:%s:${PYTHONPATH}" % (code_path, tools)
+    env_vars["MVP_SUBMISSION_ID"] = submission_id
+    env_vars["MVP_JOB_DIR"] = job_dir
+    runtime_env = dict(ray.get("runtime_env") or {})
+    runtime_env["env_vars"] = dict(runtime_env.get("env_vars") or {}, **env_vars)
+
+    resources = ray.get("entrypoint_resources") or {defaults["worker_resource"]: 1}
+    num_cpus = ray.get("entrypoint_num_cpus", 1)
+    gpus = 0
+    if entry.get("needs_gpus"):
+        gpus = int(overrides.get("trainer.nnodes", 1)) * int(overrides.get("trainer.n_gpus_per_node", 1))
+    return {
+        "submission_id": submission_id,
+        "workload": workload,
+        "shared_root": shared_root,
+        "job_dir": job_dir,
+        "code_id": posixpath.basename(code_path),
+        "code_path": code_path,
+        "model": model,
+        "dataset": request.get("dataset"),
+        "reward_fn_path": request.get("reward_fn_path"),
+        "entrypoint": entrypoint,
+        "runtime_env": runtime_env,
+        "entrypoint_resources": resources,
+        "entrypoint_num_cpus": num_cpus,
+        "trainer_overrides": overrides if entry.get("module") else {},
+        "data_files": data,
+        "needs_gpus": bool(entry.get("needs_gpus")),
+        "gpus_requested": gpus,
+        "address": ray.get("address", "http://127.0.0.1:8265"),
+    }
+
+
+def mvp_submit_cmd(spec):
+    """Return the ``ray job submit`` command line equivalent to a job spec (one line).
+
+    :param spec: dict from mvp_job_spec.
+    :returns: str, shell-quoted; runnable on the head.
+    """
+    argv = ["ray", "job", "submit", "--address", spec["address"],
+            "--submission-id", spec["submission_id"],
+            "--entrypoint-num-cpus", str(spec["entrypoint_num_cpus"]),
+            "--entrypoint-resources", json.dumps(spec["entrypoint_resources"], sort_keys=True),
+            "--runtime-env-json", json.dumps(spec["runtime_env"], sort_keys=True),
+            "--no-wait", "--"]
+    return " ".join(shlex.quote(a) for a in argv) + " " + spec["entrypoint"]
+
+
+class FilterModule(object):
+    """Job spec filters: mvp_job_spec, mvp_submit_cmd, mvp_submission_id, mvp_hydra_overrides."""
+
+    def filters(self):
+        """Return the filter table."""
+        return {
+            "mvp_job_spec": mvp_job_spec,
+            "mvp_submit_cmd": mvp_submit_cmd,
+            "mvp_submission_id": mvp_submission_id,
+            "mvp_hydra_overrides": hydra_overrides,
+        }

@@ -1,0 +1,114 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: read a Ray cluster's node table through Ray's state API."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: ray_cluster_info
+short_description: List a Ray cluster's nodes and their resources
+description:
+  - Calls C(ray.util.state.list_nodes) against the dashboard of a running Ray
+    cluster and returns every node with its IP, head flag, state and total
+    resources, plus a summary of ALIVE nodes.
+  - Runs on a node that can reach the dashboard (normally the head) with a
+    Python interpreter that has C(ray[default]) installed.
+  - Read-only; supports check mode.
+options:
+  address:
+    description: Dashboard URL of the cluster (the Jobs/State API endpoint).
+    type: str
+    default: http://127.0.0.1:8265
+  timeout:
+    description: Seconds allowed for the state API call.
+    type: int
+    default: 30
+  resource:
+    description: Custom resource that marks worker nodes; counted in C(summary).
+    type: str
+    default: worker_node
+author: MVP project
+"""
+
+EXAMPLES = r"""
+- name: Cluster | Read the node table
+  ray_cluster_info:
+    address: http://127.0.0.1:8265
+  register: cluster
+
+- name: Cluster | Wait until two workers are alive
+  ray_cluster_info:
+  register: cluster
+  until: cluster.summary.alive_workers | length >= 2
+  retries: 30
+  delay: 2
+"""
+
+RETURN = r"""
+nodes:
+  description: Every node Ray knows (ALIVE and DEAD), from ray.util.state.list_nodes.
+  type: list
+  elements: dict
+  returned: always
+  sample:
+    - node_id: 5d1c...
+      node_ip: 172.18.0.3
+      node_name: 172.18.0.3
+      is_head_node: false
+      state: ALIVE
+      resources_total: {CPU: 2.0, worker_node: 100.0, memory: 1.0e9}
+summary:
+  description: ALIVE nodes only.
+  type: dict
+  returned: always
+  contains:
+    head: {description: the ALIVE head node dict or null, type: dict}
+    alive_workers: {description: ALIVE nodes carrying I(resource), type: list}
+    worker_ips: {description: IPs of alive_workers, type: list}
+    total_gpus: {description: GPUs of all ALIVE nodes (float), type: float}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.mvp_ray import import_ray, list_nodes
+
+
+def summarize(nodes, resource):
+    """Summarize ALIVE nodes: the head, the workers carrying ``resource``, GPUs.
+
+    :param nodes: list of node dicts (module_utils.mvp_ray.node_to_dict).
+    :param resource: str, worker marker resource name.
+    :returns: dict with head, alive_workers, worker_ips, total_gpus.
+    """
+    alive = [n for n in nodes if n["state"] == "ALIVE"]
+    heads = [n for n in alive if n["is_head_node"]]
+    workers = [n for n in alive if n["resources_total"].get(resource, 0) > 0]
+    return {
+        "head": heads[0] if heads else None,
+        "alive_workers": workers,
+        "worker_ips": sorted(n["node_ip"] for n in workers),
+        "total_gpus": float(sum(n["resources_total"].get("GPU", 0) for n in alive)),
+    }
+
+
+def main():
+    """Module entry point."""
+    module = AnsibleModule(
+        argument_spec=dict(
+            address=dict(type="str", default="http://127.0.0.1:8265"),
+            timeout=dict(type="int", default=30),
+            resource=dict(type="str", default="worker_node"),
+        ),
+        supports_check_mode=True,
+    )
+    _client, state = import_ray(module)
+    try:
+        nodes = list_nodes(state, module.params["address"], module.params["timeout"])
+    except Exception as exc:  # Ray raises several types for an unreachable dashboard
+        module.fail_json(msg="Cannot list Ray nodes at %s: %s" % (module.params["address"], exc))
+    module.exit_json(changed=False, nodes=nodes,
+                     summary=summarize(nodes, module.params["resource"]))
+
+
+if __name__ == "__main__":
+    main()

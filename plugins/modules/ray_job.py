@@ -1,0 +1,332 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: submit, inspect, wait for and stop Ray jobs by submission_id."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: ray_job
+short_description: Manage a Ray job through JobSubmissionClient, idempotent by submission_id
+description:
+  - Submits a job to a Ray cluster with C(ray.job_submission.JobSubmissionClient),
+    reports its status, waits for placement or a terminal status, saves its
+    driver log, stops it or deletes it.
+  - Idempotent by I(submission_id) - a job that already exists is reported,
+    never submitted again.
+  - Once the job has left PENDING, its C(driver_node_id) is mapped to an IP with
+    C(ray.util.state.list_nodes) and returned as C(driver_node_ip).
+  - Runs where the dashboard is reachable (normally on the head, talking to
+    C(http://127.0.0.1:8265)) with a Python that has C(ray[default]).
+  - Full check mode - nothing is submitted, stopped or written.
+options:
+  submission_id:
+    description: Ray submission id of the job.
+    type: str
+    required: true
+  state:
+    description:
+      - C(submitted) submits the job unless it exists.
+      - C(info) only reports (and waits, if I(wait) asks).
+      - C(stopped) stops a job that is not terminal and waits until it is.
+      - C(absent) deletes a terminal job from the job table.
+    type: str
+    choices: [submitted, info, stopped, absent]
+    default: submitted
+  address:
+    description: Dashboard URL.
+    type: str
+    default: http://127.0.0.1:8265
+  auth_token:
+    description: Ray auth token sent as C(Authorization Bearer) (Ray 2.52+ token mode).
+    type: str
+  entrypoint:
+    description: Shell command of the driver. Required with I(state=submitted).
+    type: str
+  runtime_env:
+    description: Ray runtime_env dict (env_vars, working_dir, ...).
+    type: dict
+  entrypoint_resources:
+    description: Custom resources the driver needs, for example C({"worker_node" 1}).
+    type: dict
+  entrypoint_num_cpus:
+    description: CPUs reserved for the driver.
+    type: float
+  metadata:
+    description: String metadata stored with the job.
+    type: dict
+  wait:
+    description:
+      - C(none) returns at once; C(placed) waits until the job has left PENDING;
+        C(terminal) waits until SUCCEEDED, FAILED or STOPPED.
+    type: str
+    choices: [none, placed, terminal]
+    default: none
+  pending_timeout:
+    description:
+      - Seconds a job may stay PENDING. Past it the job is stopped and the module
+        fails with a message naming the resources nobody offers.
+    type: int
+    default: 300
+  running_timeout:
+    description: Seconds to wait for a terminal status after placement (I(wait=terminal)).
+    type: int
+    default: 3600
+  poll_interval:
+    description: Seconds between status polls.
+    type: float
+    default: 1.0
+  log_dest:
+    description:
+      - File to write the driver log to (C(get_job_logs)), written once the job
+        is terminal or, with I(state=info), whenever the module runs. The file is
+        written to a temporary name, then renamed.
+    type: path
+author: MVP project
+"""
+
+EXAMPLES = r"""
+- name: Submit | Submit the job from the head and wait for placement
+  ray_job:
+    submission_id: selftest-20261121-120000-1a2b3c
+    entrypoint: python -u /private/common/code/mvp_tools/selftest.py
+    runtime_env:
+      env_vars:
+        PYTHONPATH: /private/common/code/verl/verl-0.9.1:${PYTHONPATH}
+    entrypoint_resources: {worker_node: 1}
+    entrypoint_num_cpus: 1
+    wait: placed
+  register: job
+
+- name: Wait | Wait for the end and save the driver log
+  ray_job:
+    submission_id: "{{ job.job.submission_id }}"
+    state: info
+    wait: terminal
+    log_dest: /private/jobs/{{ job.job.submission_id }}/logs/ray_driver.log
+
+- name: Stop | Stop a running job
+  ray_job:
+    submission_id: selftest-20261121-120000-1a2b3c
+    state: stopped
+"""
+
+RETURN = r"""
+job:
+  description: Ray JobDetails of the job (null when it does not exist) plus node IPs.
+  type: dict
+  returned: always
+  contains:
+    submission_id: {description: the id, type: str}
+    status: {description: PENDING, RUNNING, SUCCEEDED, FAILED or STOPPED, type: str}
+    message: {description: Ray's status message, type: str}
+    driver_node_id: {description: Ray node id of the driver, type: str}
+    driver_node_ip: {description: IP of that node (state API), type: str}
+    driver_exit_code: {description: exit code of the entrypoint, type: int}
+    start_time: {description: milliseconds since the epoch, type: int}
+    end_time: {description: milliseconds since the epoch, type: int}
+existed:
+  description: True when the job was already in the job table before this run.
+  type: bool
+  returned: always
+head_node_ip:
+  description: IP of the ALIVE head node (state API).
+  type: str
+  returned: when the job was placed
+log_dest:
+  description: Path of the written driver log.
+  type: str
+  returned: when written
+"""
+
+import json
+import os
+import tempfile
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.mvp_ray import (
+    TERMINAL_STATUSES, auth_headers, import_ray, list_nodes, node_ip_for)
+
+
+def details_to_dict(details):
+    """Turn Ray's JobDetails (pydantic model or dataclass) into a JSON-safe dict."""
+    if details is None:
+        return None
+    if hasattr(details, "model_dump"):
+        data = details.model_dump()
+    elif hasattr(details, "dict"):
+        data = details.dict()
+    else:  # pragma: no cover - older Ray
+        data = dict(details.__dict__)
+    return json.loads(json.dumps(data, default=str))
+
+
+def status_of(job):
+    """Return the status string of a job dict ('JobStatus.RUNNING' -> 'RUNNING')."""
+    status = str(job.get("status") or "")
+    return status.split(".")[-1]
+
+
+def pending_message(job, params, nodes):
+    """Say why a job is still PENDING: the resources it asked for vs what ALIVE nodes offer."""
+    offered = {}
+    for node in nodes:
+        if node["state"] == "ALIVE":
+            for key, value in node["resources_total"].items():
+                if not key.startswith("node:") and key not in ("memory", "object_store_memory"):
+                    offered[key] = offered.get(key, 0) + value
+    return (
+        "Ray job %s still PENDING after %ss: no ALIVE node offers entrypoint_resources=%s "
+        "with entrypoint_num_cpus=%s (ALIVE nodes offer %s). The job was stopped. Start workers "
+        "carrying that resource (ray_worker role) or raise pending_timeout."
+        % (job.get("submission_id"), params["pending_timeout"],
+           json.dumps(params["entrypoint_resources"] or {}), params["entrypoint_num_cpus"],
+           json.dumps(offered, sort_keys=True))
+    )
+
+
+class RayJob(object):
+    """Thin state machine over JobSubmissionClient for one submission id."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        client_cls, self.state_api = import_ray(module)
+        try:
+            self.client = client_cls(self.params["address"],
+                                     headers=auth_headers(self.params["auth_token"]))
+        except Exception as exc:
+            module.fail_json(msg="Cannot reach the Ray Jobs API at %s: %s" % (self.params["address"], exc))
+
+    def info(self):
+        """Return the job dict or None when the id is unknown to Ray."""
+        try:
+            return details_to_dict(self.client.get_job_info(self.params["submission_id"]))
+        except RuntimeError as exc:
+            if "does not exist" in str(exc) or "404" in str(exc):
+                return None
+            raise
+
+    def wait(self, job, until):
+        """Poll until the job leaves PENDING (until='placed') or is terminal ('terminal')."""
+        started = time.time()
+        placed_at = None
+        while True:
+            status = status_of(job)
+            if status != "PENDING" and placed_at is None:
+                placed_at = time.time()
+                if until == "placed":
+                    return job
+            if status in TERMINAL_STATUSES:
+                return job
+            now = time.time()
+            if status == "PENDING" and now - started > self.params["pending_timeout"]:
+                nodes = list_nodes(self.state_api, self.params["address"])
+                msg = pending_message(job, self.params, nodes)
+                self.client.stop_job(self.params["submission_id"])
+                self.module.fail_json(msg=msg, job=job, changed=True)
+            if placed_at is not None and now - placed_at > self.params["running_timeout"]:
+                self.module.fail_json(
+                    msg="Ray job %s still %s after running_timeout=%ss while waiting for a "
+                        "terminal status; it was left running (stop it with stop.yml)."
+                        % (self.params["submission_id"], status, self.params["running_timeout"]),
+                    job=job)
+            time.sleep(self.params["poll_interval"])
+            job = self.info()
+
+    def write_log(self, result):
+        """Write the driver log atomically to log_dest and record the path in result."""
+        dest = self.params["log_dest"]
+        if not dest or self.module.check_mode:
+            return
+        logs = self.client.get_job_logs(self.params["submission_id"])
+        directory = os.path.dirname(dest) or "."
+        fd, tmp = tempfile.mkstemp(prefix=".ray_job_log.", dir=directory)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(logs)
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, dest)
+        result["log_dest"] = dest
+        result["changed"] = True
+
+    def add_placement(self, job, result):
+        """Add driver_node_ip and head_node_ip once the job has a driver node."""
+        if not job or not job.get("driver_node_id"):
+            return
+        nodes = list_nodes(self.state_api, self.params["address"])
+        job["driver_node_ip"] = node_ip_for(nodes, job["driver_node_id"])
+        heads = [n["node_ip"] for n in nodes if n["is_head_node"] and n["state"] == "ALIVE"]
+        result["head_node_ip"] = heads[0] if heads else None
+
+    def run(self):
+        """Apply the requested state and exit the module."""
+        params = self.params
+        job = self.info()
+        result = {"changed": False, "existed": job is not None}
+        state = params["state"]
+        if state == "submitted" and job is None:
+            if not params["entrypoint"]:
+                self.module.fail_json(msg="entrypoint is required to submit job %s" % params["submission_id"])
+            result["changed"] = True
+            if self.module.check_mode:
+                self.module.exit_json(job=None, **result)
+            kwargs = dict(entrypoint=params["entrypoint"], submission_id=params["submission_id"],
+                          runtime_env=params["runtime_env"], metadata=params["metadata"],
+                          entrypoint_resources=params["entrypoint_resources"],
+                          entrypoint_num_cpus=params["entrypoint_num_cpus"])
+            self.client.submit_job(**kwargs)
+            job = self.info()
+        elif state == "stopped" and job is not None and status_of(job) not in TERMINAL_STATUSES:
+            result["changed"] = True
+            if not self.module.check_mode:
+                self.client.stop_job(params["submission_id"])
+                job = self.wait(self.info(), "terminal")
+        elif state == "absent" and job is not None:
+            if status_of(job) not in TERMINAL_STATUSES:
+                self.module.fail_json(msg="Ray job %s is %s: stop it before deleting it."
+                                      % (params["submission_id"], status_of(job)), job=job)
+            result["changed"] = True
+            if not self.module.check_mode:
+                self.client.delete_job(params["submission_id"])
+            self.module.exit_json(job=job, **result)
+        elif state in ("info", "stopped") and job is None:
+            if state == "stopped":
+                self.module.fail_json(msg="Ray job %s does not exist." % params["submission_id"])
+            self.module.exit_json(job=None, **result)
+
+        if job is not None and params["wait"] != "none" and not self.module.check_mode:
+            job = self.wait(job, params["wait"])
+        if job is not None and (state == "info" or status_of(job) in TERMINAL_STATUSES):
+            self.write_log(result)
+        self.add_placement(job, result)
+        self.module.exit_json(job=job, **result)
+
+
+def main():
+    """Module entry point."""
+    module = AnsibleModule(
+        argument_spec=dict(
+            submission_id=dict(type="str", required=True),
+            state=dict(type="str", default="submitted",
+                       choices=["submitted", "info", "stopped", "absent"]),
+            address=dict(type="str", default="http://127.0.0.1:8265"),
+            auth_token=dict(type="str", no_log=True),
+            entrypoint=dict(type="str"),
+            runtime_env=dict(type="dict"),
+            entrypoint_resources=dict(type="dict"),
+            entrypoint_num_cpus=dict(type="float"),
+            metadata=dict(type="dict"),
+            wait=dict(type="str", default="none", choices=["none", "placed", "terminal"]),
+            pending_timeout=dict(type="int", default=300),
+            running_timeout=dict(type="int", default=3600),
+            poll_interval=dict(type="float", default=1.0),
+            log_dest=dict(type="path"),
+        ),
+        supports_check_mode=True,
+    )
+    RayJob(module).run()
+
+
+if __name__ == "__main__":
+    main()
