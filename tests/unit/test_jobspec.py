@@ -1,0 +1,122 @@
+"""Unit tests of the job spec filters against the shipped workload catalog."""
+import json
+import os
+import shlex
+
+import pytest
+import yaml
+
+from mvp_jobspec import hydra_value, mvp_job_spec, mvp_submit_cmd, mvp_submission_id
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+with open(os.path.join(ROOT, "inventories/common/all/00-mvp-workloads.yml")) as handle:
+    CATALOG = yaml.safe_load(handle)["mvp_workloads"]
+DEFAULTS = {"shared_root": "/private", "code_id": "verl-0.9.1", "python": "python",
+            "worker_resource": "worker_node", "expect_workers": 2, "model": "Qwen2.5-0.5B-Instruct"}
+
+
+def spec(**request):
+    request.setdefault("submission_id", "job-1")
+    return mvp_job_spec(request, CATALOG, DEFAULTS)
+
+
+def argv(entrypoint):
+    return shlex.split(entrypoint)
+
+
+@pytest.mark.parametrize("workload", ["selftest", "ppo", "grpo", "sft"])
+def test_every_workload_runs_on_a_worker_with_the_snapshot_first(workload):
+    result = spec(workload=workload)
+    assert result["entrypoint_resources"] == {"worker_node": 1}
+    assert result["entrypoint_num_cpus"] == 1
+    path = result["runtime_env"]["env_vars"]["PYTHONPATH"].split(":")
+    assert path[0] == "/private/common/code/verl/verl-0.9.1"
+    assert path[-1] == "${PYTHONPATH}"
+    assert result["job_dir"] == "/private/jobs/job-1"
+    words = argv(result["entrypoint"])
+    assert words[:3] == ["python", "-u", "/private/common/code/mvp_tools/mvp_entry.py"]
+    assert words[3:6] == ["--log", "/private/jobs/job-1/logs/driver.log", "--"]
+
+
+def test_grpo_uses_ppo_entrypoint_with_grpo_estimator_and_group_rollouts():
+    words = argv(spec(workload="grpo")["entrypoint"])
+    assert words[words.index("-m", 6) + 1] == "verl.trainer.main_ppo"
+    assert "algorithm.adv_estimator=grpo" in words
+    n = [w for w in words if w.startswith("actor_rollout_ref.rollout.n=")]
+    assert n and int(n[0].split("=")[1]) > 1
+    assert "trainer.default_local_dir=/private/jobs/job-1/checkpoints" in words
+    assert "data.train_files=/private/datasets/gsm8k/train.parquet" in words
+    assert "actor_rollout_ref.model.path=/private/common/models/Qwen2.5-0.5B-Instruct" in words
+
+
+def test_sft_connects_with_ray_address_auto_and_cpu_driver():
+    result = spec(workload="sft")
+    assert result["runtime_env"]["env_vars"]["RAY_ADDRESS"] == "auto"
+    words = argv(result["entrypoint"])
+    assert "verl.trainer.sft_trainer_ray" in words
+    assert "trainer.device=cpu" in words
+    assert "trainer.total_epochs=1" in words and "trainer.save_freq=10" in words
+    assert "data.train_files=/private/datasets/gsm8k_sft/train.parquet" in words
+    assert "model.path=/private/common/models/Qwen2.5-0.5B-Instruct" in words
+
+
+def test_gpu_request_is_nodes_times_gpus_per_node():
+    assert spec(workload="ppo", trainer_overrides={"trainer.nnodes": 3})["gpus_requested"] == 12
+    assert spec(workload="selftest")["gpus_requested"] == 0
+
+
+def test_selftest_passes_expected_workers_and_both_datasets():
+    words = argv(spec(workload="selftest")["entrypoint"])
+    program = words[words.index("--") + 1:]
+    assert program[:3] == ["python", "-u", "/private/common/code/mvp_tools/selftest.py"]
+    assert program[program.index("--expect-workers") + 1] == "2"
+    assert "rl_train=/private/datasets/gsm8k/train.parquet" in program
+    assert "sft_train=/private/datasets/gsm8k_sft/train.parquet" in program
+
+
+def test_code_id_selects_another_snapshot():
+    result = spec(workload="selftest", code_id="codeB")
+    assert result["runtime_env"]["env_vars"]["PYTHONPATH"].startswith("/private/common/code/verl/codeB:")
+
+
+@pytest.mark.parametrize("bad", ["a/b", "../x", "has space", "", "-lead", "x" * 129])
+def test_bad_submission_ids_are_refused(bad):
+    with pytest.raises(Exception, match="submission_id"):
+        spec(workload="selftest", submission_id=bad)
+
+
+@pytest.mark.parametrize("request_, field", [
+    ({"workload": "nope"}, "workload"),
+    ({"workload": "selftest", "worklaod": "x"}, "worklaod"),
+    ({"workload": "ppo", "trainer_overrides": {"trainer.save_freq": 0}}, "trainer.save_freq"),
+    ({"workload": "selftest", "code_path": "/elsewhere/verl"}, "code_path"),
+    ({"workload": "selftest", "ray": {"adress": "x"}}, "ray.adress"),
+])
+def test_invalid_requests_name_the_field(request_, field):
+    with pytest.raises(Exception, match=r"field '[^']*%s'" % field.replace(".", r"\.")):
+        spec(**request_)
+
+
+def test_hydra_values():
+    assert hydra_value(True) == "true"
+    assert hydra_value(None) == "null"
+    assert hydra_value(5) == "5"
+    assert hydra_value("vllm") == "vllm"
+    assert hydra_value("a b") == "'a b'"
+    assert hydra_value([1, "x"]) == "[1,x]"
+
+
+def test_submit_cmd_is_an_equivalent_ray_job_submit_line():
+    result = spec(workload="selftest")
+    words = shlex.split(mvp_submit_cmd(result))
+    assert words[:3] == ["ray", "job", "submit"]
+    assert json.loads(words[words.index("--entrypoint-resources") + 1]) == {"worker_node": 1}
+    assert words[words.index("--entrypoint-num-cpus") + 1] == "1"
+    assert json.loads(words[words.index("--runtime-env-json") + 1]) == result["runtime_env"]
+    assert words[words.index("--submission-id") + 1] == "job-1"
+    assert " ".join(words[words.index("--no-wait") + 2:]) == " ".join(argv(result["entrypoint"]))
+
+
+def test_generated_submission_id_is_valid():
+    result = spec(workload="selftest", submission_id=mvp_submission_id("selftest", "20261121-120000", "0a1b2c"))
+    assert result["submission_id"] == "selftest-20261121-120000-0a1b2c"
