@@ -1,0 +1,44 @@
+# Entry points. `make demo` sets everything up on a fresh machine and runs the
+# self-test job; `make test` runs every test (unit, lint, syntax, molecule).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(abspath $(VENV))/bin
+export PATH := $(BIN):$(PATH)
+export ANSIBLE_FORCE_COLOR ?= 0
+
+.PHONY: setup engine image demo cluster selftest test unit lint syntax molecule clean-venv
+
+setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
+
+$(VENV)/.installed: requirements.txt requirements-test.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-test.txt
+	touch $@
+
+engine: ## Make a Docker engine answer (installs docker.io and starts dockerd if needed)
+	bash scripts/ensure-docker.sh
+
+demo: setup engine ## Bring up the local cluster and run the self-test job
+	ansible-playbook site.yml
+	ansible-playbook submit.yml -e workload=selftest
+
+cluster: setup engine ## Bring up the local cluster only
+	ansible-playbook site.yml
+
+selftest: ## Submit the self-test job to the running cluster
+	ansible-playbook submit.yml -e workload=selftest
+
+test: setup engine ## Every test: unit, lint, syntax checks, molecule
+	bash tests/run.sh
+
+unit: setup
+	bash tests/run.sh unit
+
+lint: setup
+	bash tests/run.sh lint
+
+syntax: setup
+	bash tests/run.sh syntax
+
+molecule: setup engine
+	bash tests/run.sh molecule
