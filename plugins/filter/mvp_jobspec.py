@@ -84,9 +84,11 @@ def mvp_job_spec(request, catalog, defaults):
     :param catalog: dict, workload name -> catalog entry.
     :param defaults: dict with ``shared_root``, ``code_id``, ``python``,
         ``worker_resource``, ``expect_workers`` (int) and optionally ``model``.
-    :returns: dict with submission_id, workload, shared_root, job_dir, code_path,
-        entrypoint, runtime_env, entrypoint_resources, entrypoint_num_cpus,
-        trainer_overrides, env_vars, needs_gpus, gpus_requested, model, dataset.
+    :returns: dict with submission_id, workload, shared_root, job_dir, code_id,
+        code_path, entrypoint, runtime_env, entrypoint_resources,
+        entrypoint_num_cpus, trainer_overrides, hydra_config, hydra_overrides
+        (the ``key=value`` strings of the entrypoint), data_files, needs_gpus,
+        gpus_requested, model, dataset, reward_fn_path, address.
     :raises AnsibleFilterError: naming the field and the fix.
     """
     if not isinstance(request, dict):
@@ -141,11 +143,21 @@ def mvp_job_spec(request, catalog, defaults):
         data = {key: posixpath.join(shared_root, "datasets", request["dataset"],
                                     posixpath.basename(path)) for key, path in data.items()}
     model = request.get("model") or defaults.get("model")
+    model_path = None
+    if model:
+        model_path = model if posixpath.isabs(model) else posixpath.join(shared_root, "common/models", model)
+    if entry.get("model_key") and not model_path:
+        _fail("model", "workload %s needs a model" % workload,
+              "set model to a folder name under %s/common/models (or an absolute path), "
+              "or mvp_model in the inventory" % shared_root)
+    reward = request.get("reward_fn_path")
+    if reward and not posixpath.normpath(reward).startswith(shared_root + "/"):
+        _fail("reward_fn_path", "%s is outside shared_root %s" % (reward, shared_root),
+              "put the reward function under %s/user/code/" % shared_root)
     if entry.get("module"):
         overrides.update({k: v for k, v in data.items()})
-        if entry.get("model_key") and model:
-            overrides[entry["model_key"]] = (model if posixpath.isabs(model)
-                                             else posixpath.join(shared_root, "common/models", model))
+        if entry.get("model_key"):
+            overrides[entry["model_key"]] = model_path
         overrides["trainer.default_local_dir"] = posixpath.join(job_dir, "checkpoints")
         if request.get("reward_fn_path"):
             overrides["custom_reward_function.path"] = request["reward_fn_path"]
@@ -185,6 +197,7 @@ def mvp_job_spec(request, catalog, defaults):
         "code_id": posixpath.basename(code_path),
         "code_path": code_path,
         "model": model,
+        "model_path": model_path if entry.get("model_key") else None,
         "dataset": request.get("dataset"),
         "reward_fn_path": request.get("reward_fn_path"),
         "entrypoint": entrypoint,
@@ -192,6 +205,8 @@ def mvp_job_spec(request, catalog, defaults):
         "entrypoint_resources": resources,
         "entrypoint_num_cpus": num_cpus,
         "trainer_overrides": overrides if entry.get("module") else {},
+        "hydra_config": entry.get("hydra_config"),
+        "hydra_overrides": hydra_overrides(overrides) if entry.get("module") else [],
         "data_files": data,
         "needs_gpus": bool(entry.get("needs_gpus")),
         "gpus_requested": gpus,
