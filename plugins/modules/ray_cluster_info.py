@@ -28,6 +28,10 @@ options:
     description: Custom resource that marks worker nodes; counted in C(summary).
     type: str
     default: worker_node
+  jobs:
+    description: Also return the job table (C(JobSubmissionClient.list_jobs)).
+    type: bool
+    default: false
 author: MVP project
 """
 
@@ -67,10 +71,28 @@ summary:
     alive_workers: {description: ALIVE nodes carrying I(resource), type: list}
     worker_ips: {description: IPs of alive_workers, type: list}
     total_gpus: {description: GPUs of all ALIVE nodes (float), type: float}
+jobs:
+  description: With I(jobs=true), every job sorted by start time, oldest first.
+  type: list
+  elements: dict
+  returned: when jobs is true
+  sample:
+    - {submission_id: selftest-20261121-120000-1a2b3c, status: SUCCEEDED, start_time: 1763726400000,
+       end_time: 1763726420000, driver_node_id: 5d1c..., entrypoint: python -u ...}
 """
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.mvp_ray import import_ray, list_nodes
+
+JOB_FIELDS = ("submission_id", "status", "start_time", "end_time", "driver_node_id",
+              "driver_exit_code", "message", "entrypoint", "metadata")
+
+
+def job_row(details):
+    """Reduce a Ray JobDetails to the JOB_FIELDS, with the status as a plain string."""
+    row = {field: getattr(details, field, None) for field in JOB_FIELDS}
+    row["status"] = str(row["status"]).split(".")[-1]
+    return row
 
 
 def summarize(nodes, resource):
@@ -98,16 +120,24 @@ def main():
             address=dict(type="str", default="http://127.0.0.1:8265"),
             timeout=dict(type="int", default=30),
             resource=dict(type="str", default="worker_node"),
+            jobs=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
-    _client, state = import_ray(module)
+    client_cls, state = import_ray(module)
+    address = module.params["address"]
     try:
-        nodes = list_nodes(state, module.params["address"], module.params["timeout"])
+        nodes = list_nodes(state, address, module.params["timeout"])
     except Exception as exc:  # Ray raises several types for an unreachable dashboard
-        module.fail_json(msg="Cannot list Ray nodes at %s: %s" % (module.params["address"], exc))
-    module.exit_json(changed=False, nodes=nodes,
-                     summary=summarize(nodes, module.params["resource"]))
+        module.fail_json(msg="Cannot list Ray nodes at %s: %s" % (address, exc))
+    result = dict(changed=False, nodes=nodes, summary=summarize(nodes, module.params["resource"]))
+    if module.params["jobs"]:
+        try:
+            jobs = client_cls(address).list_jobs()
+        except Exception as exc:
+            module.fail_json(msg="Cannot list Ray jobs at %s: %s" % (address, exc), **result)
+        result["jobs"] = sorted((job_row(j) for j in jobs), key=lambda r: r["start_time"] or 0)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,10 @@ Checks, each printed as ``SELFTEST <name> OK|FAIL <detail>``:
   data:<key>        each --data parquet reads with pyarrow and has the columns verl
                     needs (RL: data_source, prompt, ability, reward_model, extra_info;
                     SFT: messages);
-then writes ``<job-dir>/checkpoints/selftest_result.json`` and exits 1 when any
-check failed (0 otherwise).
+then, when MVP_SELFTEST_HOLD_SECONDS is set in the job's env_vars, stays alive
+that long (to test concurrent jobs and stop.yml), writes
+``<job-dir>/checkpoints/selftest_result.json`` and exits 1 when any check
+failed (0 otherwise).
 """
 import argparse
 import json
@@ -90,6 +92,11 @@ def main():
         except Exception as exc:  # any read failure is a failed check
             ok, detail = False, "%s: %s" % (path, exc)
         record("data:" + key, ok, detail)
+
+    hold = float(os.environ.get("MVP_SELFTEST_HOLD_SECONDS", "0") or 0)
+    if hold > 0:
+        print("SELFTEST holding for %.0fs" % hold, flush=True)
+        time.sleep(hold)
 
     result = {
         "submission_id": os.environ.get("MVP_SUBMISSION_ID"),
