@@ -83,12 +83,15 @@ def mvp_job_spec(request, catalog, defaults):
     :param request: dict, the user's request (keys in REQUEST_KEYS).
     :param catalog: dict, workload name -> catalog entry.
     :param defaults: dict with ``shared_root``, ``code_id``, ``python``,
-        ``worker_resource``, ``expect_workers`` (int) and optionally ``model``.
+        ``worker_resource``, ``expect_workers`` (int) and optionally ``model``
+        and ``snapshot_shares_device`` (bool: the snapshot's trainer passes the
+        catalog's ``driver_device.key`` on to its worker group).
     :returns: dict with submission_id, workload, shared_root, job_dir, code_id,
         code_path, entrypoint, runtime_env, entrypoint_resources,
         entrypoint_num_cpus, trainer_overrides, hydra_config, hydra_overrides
         (the ``key=value`` strings of the entrypoint), data_files, needs_gpus,
-        gpus_requested, model, dataset, reward_fn_path, address.
+        gpus_requested, model, model_path, dataset, reward_fn_path, address,
+        notes (list of str: decisions the user should know about).
     :raises AnsibleFilterError: naming the field and the fix.
     """
     if not isinstance(request, dict):
@@ -154,6 +157,15 @@ def mvp_job_spec(request, catalog, defaults):
     if reward and not posixpath.normpath(reward).startswith(shared_root + "/"):
         _fail("reward_fn_path", "%s is outside shared_root %s" % (reward, shared_root),
               "put the reward function under %s/user/code/" % shared_root)
+    notes = []
+    device = entry.get("driver_device")
+    if device and device["key"] not in user_overrides:
+        if defaults.get("snapshot_shares_device"):
+            notes.append("%s left at the snapshot's default: %s passes it to the worker group, so %s "
+                         "would move training off the GPUs" % (device["key"], device["probe_file"],
+                                                               device["value"]))
+        else:
+            overrides[device["key"]] = device["value"]
     if entry.get("module"):
         overrides.update({k: v for k, v in data.items()})
         if entry.get("model_key"):
@@ -211,6 +223,7 @@ def mvp_job_spec(request, catalog, defaults):
         "needs_gpus": bool(entry.get("needs_gpus")),
         "gpus_requested": gpus,
         "address": ray.get("address", "http://127.0.0.1:8265"),
+        "notes": notes,
     }
 
 

@@ -120,3 +120,14 @@ def test_submit_cmd_is_an_equivalent_ray_job_submit_line():
 def test_generated_submission_id_is_valid():
     result = spec(workload="selftest", submission_id=mvp_submission_id("selftest", "20261121-120000", "0a1b2c"))
     assert result["submission_id"] == "selftest-20261121-120000-0a1b2c"
+
+
+def test_sft_keeps_snapshot_device_when_the_snapshot_shares_it_with_workers():
+    result = mvp_job_spec({"workload": "sft", "submission_id": "j"}, CATALOG,
+                          dict(DEFAULTS, snapshot_shares_device=True))
+    assert not [w for w in argv(result["entrypoint"]) if w.startswith("trainer.device=")]
+    assert result["notes"] and "trainer.device" in result["notes"][0]
+    user = mvp_job_spec({"workload": "sft", "submission_id": "j",
+                         "trainer_overrides": {"trainer.device": "cpu"}}, CATALOG,
+                        dict(DEFAULTS, snapshot_shares_device=True))
+    assert "trainer.device=cpu" in argv(user["entrypoint"])
