@@ -103,6 +103,56 @@ def read_jsonl(path):
     return rows
 
 
+def read_parquet_rows(path):
+    """Read GSM8K rows (``question``, ``answer`` columns) from a parquet file.
+
+    :param path: str, parquet file (the Hugging Face ``openai/gsm8k`` files have this layout).
+    :returns: list of dicts.
+    """
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    missing = {"question", "answer"} - set(table.column_names)
+    if missing:
+        raise ValueError("%s lacks GSM8K columns %s" % (path, sorted(missing)))
+    return table.select(["question", "answer"]).to_pylist()
+
+
+def find_split(source_dir, split):
+    """Find the file of ``split`` in a GSM8K source folder.
+
+    Accepted layouts, first match wins: ``<split>.jsonl`` (original release),
+    ``<split>.parquet``, and the Hugging Face hub layout
+    ``main/<split>-*.parquet`` (or ``<split>-*.parquet``).
+
+    :returns: str path, or None when nothing matches.
+    """
+    import glob
+
+    candidates = [os.path.join(source_dir, split + ".jsonl"), os.path.join(source_dir, split + ".parquet")]
+    for path in candidates:
+        if os.path.isfile(path):
+            return path
+    for pattern in ("main/%s-*.parquet", "%s-*.parquet"):
+        found = sorted(glob.glob(os.path.join(source_dir, pattern % split)))
+        if found:
+            return found[0]
+    return None
+
+
+def load_split(source_dir, split):
+    """Read the rows of ``split`` from a GSM8K source folder (see find_split).
+
+    :raises FileNotFoundError: naming the folder and the accepted layouts.
+    """
+    path = find_split(source_dir, split)
+    if path is None:
+        raise FileNotFoundError(
+            "no %s split in %s: expected %s.jsonl, %s.parquet or main/%s-*.parquet"
+            % (split, source_dir, split, split, split))
+    return path, (read_jsonl(path) if path.endswith(".jsonl") else read_parquet_rows(path))
+
+
 def sample_rows(count, seed):
     """Make ``count`` small GSM8K-format word problems (deterministic for a seed).
 

@@ -22,9 +22,24 @@ description:
   - Files are written to temporary names and renamed. Needs pyarrow on the node.
 options:
   source:
-    description: C(sample), or a folder holding C(train.jsonl) and C(test.jsonl).
+    description:
+      - C(sample) (the project's generated rows), C(hub) (download I(hub_repo)
+        with C(huggingface_hub) into I(hf_home)), or a folder on the target holding
+        C(train.jsonl)/C(test.jsonl) (original release), C(train.parquet)/C(test.parquet),
+        or the hub layout C(main/train-*.parquet). All give the same files.
     type: str
     default: sample
+  hub_repo:
+    description: Hugging Face dataset repository (with I(source=hub)).
+    type: str
+    default: openai/gsm8k
+  hub_config:
+    description: Configuration (sub-folder) of I(hub_repo).
+    type: str
+    default: main
+  hf_home:
+    description: HF_HOME for I(source=hub) downloads (C(<shared_root>/hf)).
+    type: path
   rl_dir:
     description: Output folder of the RL dataset.
     type: path
@@ -73,7 +88,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.mvp_gsm8k import (
-    check_manifest, convert_rows, read_jsonl, sample_rows, write_manifest, write_parquet_atomic)
+    check_manifest, convert_rows, load_split, sample_rows, write_manifest, write_parquet_atomic)
 
 RL_FILES = {"train": "train.parquet", "test": "test.parquet"}
 SFT_FILES = {"train": "train.parquet", "test": "val.parquet"}
@@ -92,6 +107,24 @@ def write_sample(directory, counts):
     return directory
 
 
+def download_hub(module):
+    """Download the GSM8K parquet files of hub_repo/hub_config; return the local folder."""
+    params = module.params
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        module.fail_json(msg="mvp_gsm8k_source=hub needs huggingface_hub on the head; install it in the "
+                             "node image, or give a folder of GSM8K jsonl/parquet files instead.")
+    try:
+        return snapshot_download(params["hub_repo"], repo_type="dataset",
+                                 allow_patterns=["%s/*.parquet" % params["hub_config"]],
+                                 cache_dir=os.path.join(params["hf_home"], "hub"))
+    except Exception as exc:
+        module.fail_json(msg="downloading %s from the Hugging Face hub failed (%s); offline sites set "
+                             "mvp_gsm8k_source to a folder of GSM8K jsonl or parquet files."
+                             % (params["hub_repo"], exc))
+
+
 def main():
     """Module entry point."""
     module = AnsibleModule(
@@ -101,8 +134,11 @@ def main():
             sft_dir=dict(type="path", required=True),
             sample_dir=dict(type="path"),
             sample_rows=dict(type="list", elements="int", default=[64, 16]),
+            hub_repo=dict(type="str", default="openai/gsm8k"),
+            hub_config=dict(type="str", default="main"),
+            hf_home=dict(type="path"),
         ),
-        required_if=[("source", "sample", ("sample_dir",))],
+        required_if=[("source", "sample", ("sample_dir",)), ("source", "hub", ("hf_home",))],
         supports_check_mode=True,
     )
     params = module.params
@@ -122,16 +158,20 @@ def main():
     if params["source"] == "sample":
         source_dir = write_sample(params["sample_dir"], params["sample_rows"])
         source_name = "sample (generated GSM8K-format rows) %s" % source_dir
+    elif params["source"] == "hub":
+        source_dir = download_hub(module)
+        source_name = "hub %s/%s" % (params["hub_repo"], params["hub_config"])
     else:
         source_dir = params["source"]
-        source_name = "jsonl %s" % source_dir
+        source_name = "folder %s" % source_dir
     converted, rejected = {}, {}
     for split in ("train", "test"):
-        path = os.path.join(source_dir, split + ".jsonl")
-        if not os.path.isfile(path):
-            module.fail_json(msg="GSM8K source file %s is missing: set mvp_gsm8k_source to a "
-                                 "folder with train.jsonl and test.jsonl, or to 'sample'." % path)
-        converted[split] = convert_rows(read_jsonl(path), split)
+        try:
+            path, rows = load_split(source_dir, split)
+        except (OSError, ValueError) as exc:
+            module.fail_json(msg="GSM8K source: %s. Set mvp_gsm8k_source to 'sample', 'hub' or a folder "
+                                 "in one of those layouts." % exc)
+        converted[split] = convert_rows(rows, split)
         rejected[split] = converted[split][2]
         if not converted[split][0]:
             module.fail_json(msg="No usable GSM8K rows in %s (every answer lacks '#### N')." % path,

@@ -35,6 +35,9 @@ options:
   source_label:
     description: Human description of the source recorded in SNAPSHOT.json (for example C(pip verl==0.9.1)).
     type: str
+  commit:
+    description: Git commit of the source, recorded in SNAPSHOT.json.
+    type: str
   force:
     description: Replace a snapshot whose content differs (the old one is kept under another name).
     type: bool
@@ -160,6 +163,7 @@ def main():
             src=dict(type="path", required=True),
             dest_root=dict(type="path", required=True),
             source_label=dict(type="str"),
+            commit=dict(type="str"),
             force=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
@@ -203,7 +207,7 @@ def main():
                          'MARKER = "%s"\n' % (code_id, code_id))
         with open(os.path.join(staging, "SNAPSHOT.json"), "w", encoding="utf-8") as handle:
             json.dump({"code_id": code_id, "source": params["source_label"] or params["src"],
-                       "version": version, "content_hash": content_hash,
+                       "version": version, "commit": params["commit"], "content_hash": content_hash,
                        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
                       handle, indent=2, sort_keys=True)
         os.chmod(staging, 0o755)

@@ -99,3 +99,30 @@ def test_manifest_detects_missing_and_corrupted_files(tmp_path):
         handle.write(b"corrupt")
     ok, reason = check_manifest(directory, ["a.parquet"])
     assert not ok and "checksum" in reason
+
+
+def test_jsonl_parquet_and_hub_layouts_give_the_same_rows(tmp_path):
+    from ansible.module_utils.mvp_gsm8k import load_split
+
+    rows = sample_rows(5, seed=7)
+    jsonl_dir, parquet_dir, hub_dir = tmp_path / "j", tmp_path / "p", tmp_path / "h" / "main"
+    for folder in (jsonl_dir, parquet_dir, hub_dir):
+        folder.mkdir(parents=True)
+    (jsonl_dir / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pq.write_table(pa.Table.from_pylist(rows), str(parquet_dir / "train.parquet"))
+    pq.write_table(pa.Table.from_pylist(rows), str(hub_dir / "train-00000-of-00001.parquet"))
+    loaded = [load_split(str(d), "train") for d in (jsonl_dir, parquet_dir, tmp_path / "h")]
+    assert [path.rsplit("/", 1)[1] for path, _ in loaded] == [
+        "train.jsonl", "train.parquet", "train-00000-of-00001.parquet"]
+    assert all(convert_rows(r, "train") == convert_rows(rows, "train") for _, r in loaded)
+
+
+def test_missing_split_names_the_accepted_layouts(tmp_path):
+    from ansible.module_utils.mvp_gsm8k import load_split
+
+    try:
+        load_split(str(tmp_path), "test")
+    except FileNotFoundError as exc:
+        assert "test.jsonl" in str(exc) and "main/test-*.parquet" in str(exc)
+    else:
+        raise AssertionError("a missing split must raise")

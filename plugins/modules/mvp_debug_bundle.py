@@ -1,0 +1,145 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: run diagnostic commands concurrently and save their output with a time stamp."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: mvp_debug_bundle
+short_description: Save the output of diagnostic commands (ray status, ray job list, ...) into a folder
+description:
+  - Starts every command at once (they are independent, and each Ray CLI call
+    spends seconds starting Python), waits for all of them, and writes one file
+    per command named C(<UTC time>-<stage>-<name>.txt) holding the command line,
+    exit code, standard output and standard error.
+  - A command that fails or times out is recorded in its file, never fatal - a
+    bundle is most useful when things are broken.
+  - Files are written to temporary names, then renamed. Check mode writes nothing.
+options:
+  dest:
+    description: Folder receiving the files (must exist).
+    type: path
+    required: true
+  stage:
+    description: Stage name used in the file names (submit, placed, final, stop, collect).
+    type: str
+    required: true
+  commands:
+    description: Items C({name, argv}); C(name) becomes part of the file name.
+    type: list
+    elements: dict
+    required: true
+  timeout:
+    description: Seconds each command may run before it is killed.
+    type: int
+    default: 60
+author: MVP project
+"""
+
+EXAMPLES = r"""
+- name: Bundle | Snapshot the cluster into the job's debug folder
+  mvp_debug_bundle:
+    dest: /private/jobs/selftest-20261121-120000-1a2b3c/debug
+    stage: placed
+    commands:
+      - {name: ray_status, argv: [ray, status]}
+      - {name: ray_job_list, argv: [ray, job, list, --address, "http://127.0.0.1:8265"]}
+"""
+
+RETURN = r"""
+files:
+  description: Paths written, in the order of I(commands).
+  type: list
+  elements: str
+  returned: always
+stamp:
+  description: UTC time stamp shared by the files (C(%Y%m%dT%H%M%SZ)).
+  type: str
+  returned: always
+rcs:
+  description: Exit code per command name (null when it timed out or could not start).
+  type: dict
+  returned: always
+"""
+
+import os
+import shlex
+import subprocess
+import tempfile
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def run_all(commands, timeout):
+    """Run ``commands`` concurrently; return a list of (rc, stdout, stderr) in the same order.
+
+    :param commands: list of dicts with ``argv`` (list of str).
+    :param timeout: int, seconds per command; a command still running is killed (rc None).
+    """
+    procs = []
+    for command in commands:
+        try:
+            procs.append(subprocess.Popen(command["argv"], stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+        except OSError as exc:
+            procs.append(exc)
+    deadline = time.time() + timeout
+    results = []
+    for proc in procs:
+        if isinstance(proc, OSError):
+            results.append((None, "", "could not start: %s" % proc))
+            continue
+        try:
+            out, err = proc.communicate(timeout=max(1, deadline - time.time()))
+            results.append((proc.returncode, out, err))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            results.append((None, out, (err or "") + "\n(killed after %ss)" % timeout))
+    return results
+
+
+def render(command, rc, out, err, stamp, host):
+    """Return the text of one bundle file."""
+    text = "# %s\n# rc=%s at %s on %s\n%s" % (
+        " ".join(shlex.quote(a) for a in command["argv"]), rc, stamp, host, out)
+    if err:
+        text += "\n# stderr\n" + err
+    return text if text.endswith("\n") else text + "\n"
+
+
+def main():
+    """Module entry point."""
+    module = AnsibleModule(
+        argument_spec=dict(
+            dest=dict(type="path", required=True),
+            stage=dict(type="str", required=True),
+            commands=dict(type="list", elements="dict", required=True),
+            timeout=dict(type="int", default=60),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    paths = [os.path.join(params["dest"], "%s-%s-%s.txt" % (stamp, params["stage"], c["name"]))
+             for c in params["commands"]]
+    if module.check_mode:
+        module.exit_json(changed=True, files=paths, stamp=stamp, rcs={})
+    if not os.path.isdir(params["dest"]):
+        module.fail_json(msg="debug folder %s does not exist" % params["dest"])
+    results = run_all(params["commands"], params["timeout"])
+    host = os.uname()[1]
+    for command, path, (rc, out, err) in zip(params["commands"], paths, results):
+        fd, tmp = tempfile.mkstemp(prefix=".bundle.", dir=params["dest"])
+        with os.fdopen(fd, "w") as handle:
+            handle.write(render(command, rc, out, err, stamp, host))
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, path)
+    module.exit_json(changed=True, files=paths, stamp=stamp,
+                     rcs={c["name"]: r[0] for c, r in zip(params["commands"], results)})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""Unit tests of the debug bundle runner with real processes."""
+import sys
+
+from mvp_debug_bundle import render, run_all
+
+
+def test_commands_run_concurrently_and_keep_their_order(tmp_path):
+    # Each command announces itself, then waits for the other one: run one after
+    # the other, the first would wait until it is killed.
+    wait_for = ("import os, sys, time\n"
+                "open(os.path.join(sys.argv[1], sys.argv[2]), 'w').close()\n"
+                "while not os.path.exists(os.path.join(sys.argv[1], sys.argv[3])): time.sleep(0.05)\n"
+                "print(sys.argv[2])\n")
+    results = run_all([{"argv": [sys.executable, "-c", wait_for, str(tmp_path), "a", "b"]},
+                       {"argv": [sys.executable, "-c", wait_for, str(tmp_path), "b", "a"]}], timeout=20)
+    assert [r[0] for r in results] == [0, 0]
+    assert [r[1].strip() for r in results] == ["a", "b"]
+
+
+def test_failures_and_timeouts_are_recorded_not_raised():
+    results = run_all([{"argv": ["false"]}, {"argv": ["/nonexistent/ray"]},
+                       {"argv": [sys.executable, "-c", "import time; time.sleep(30)"]}], timeout=1)
+    assert results[0][0] == 1
+    assert results[1][0] is None and "could not start" in results[1][2]
+    assert results[2][0] is None and "killed after 1s" in results[2][2]
+
+
+def test_render_names_command_rc_and_stderr():
+    text = render({"argv": ["ray", "job", "list"]}, 2, "out\n", "boom", "20261121T000000Z", "head")
+    assert text.splitlines() == ["# ray job list", "# rc=2 at 20261121T000000Z on head", "out", "",
+                                 "# stderr", "boom"]
