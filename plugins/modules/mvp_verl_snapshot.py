@@ -132,11 +132,16 @@ def extract_verl(src, staging):
                             version = line.split(":", 1)[1].strip()
     elif src.endswith((".tar.gz", ".tgz", ".tar")):
         with tarfile.open(src) as tar:
+            # Regular files and folders under verl/ only; no links, no '..' (the
+            # extraction filters of Python >= 3.11.4 are not on every node).
             members = [m for m in tar.getmembers()
-                       if (m.name.lstrip("./").startswith("verl/")) and (m.isfile() or m.isdir())]
+                       if m.name.lstrip("./").startswith("verl/") and (m.isfile() or m.isdir())
+                       and ".." not in m.name.split("/")]
             if not any(m.name.lstrip("./") == "verl/__init__.py" for m in members):
                 raise ValueError("tarball %s has no verl/__init__.py at its top" % src)
-            tar.extractall(staging, members, filter="data")
+            for member in members:
+                member.mode = 0o755 if member.isdir() else 0o644
+                tar.extract(member, staging)
     else:
         raise ValueError("%s is neither a directory, a .whl nor a .tar.gz" % src)
     version_file = os.path.join(staging, "verl", "version", "version")

@@ -71,3 +71,20 @@ def test_sources_without_verl_are_refused(tmp_path):
                                          ("..", False), (".hidden", False), ("", False)])
 def test_code_id_pattern(code_id, ok):
     assert bool(CODE_ID_RE.match(code_id)) is ok
+
+
+def test_tarball_members_outside_verl_are_ignored(tmp_path):
+    src = str(tmp_path / "src")
+    make_package(src)
+    evil = tmp_path / "evil.py"
+    evil.write_text("x = 1\n")
+    tarball = str(tmp_path / "verl.tar.gz")
+    with tarfile.open(tarball, "w:gz") as archive:
+        archive.add(os.path.join(src, "verl"), arcname="verl")
+        archive.add(str(evil), arcname="verl/../escaped.py")
+        archive.add(str(evil), arcname="other/evil.py")
+    staging = str(tmp_path / "staging")
+    os.makedirs(staging)
+    extract_verl(tarball, staging)
+    assert sorted(os.listdir(staging)) == ["verl"]
+    assert not os.path.exists(os.path.join(staging, "escaped.py"))

@@ -8,12 +8,16 @@ Checks, each printed as ``SELFTEST <name> OK|FAIL <detail>``:
   data:<key>        each --data parquet reads with pyarrow and has the columns verl
                     needs (RL: data_source, prompt, ability, reward_model, extra_info;
                     SFT: messages);
+  internal_token    when MVP_INTERNAL_TOKEN is set, or MVP_SELFTEST_REQUIRE_TOKEN=1:
+                    the driver's environment holds the token (only its presence and
+                    the first 12 hex digits of its sha256 are printed, never the value);
 then, when MVP_SELFTEST_HOLD_SECONDS is set in the job's env_vars, stays alive
 that long (to test concurrent jobs and stop.yml), writes
 ``<job-dir>/checkpoints/selftest_result.json`` and exits 1 when any check
 failed (0 otherwise).
 """
 import argparse
+import hashlib
 import json
 import os
 import socket
@@ -92,6 +96,11 @@ def main():
         except Exception as exc:  # any read failure is a failed check
             ok, detail = False, "%s: %s" % (path, exc)
         record("data:" + key, ok, detail)
+
+    token = os.environ.get("MVP_INTERNAL_TOKEN", "")
+    if token or os.environ.get("MVP_SELFTEST_REQUIRE_TOKEN") == "1":
+        record("internal_token", bool(token), "present=%s sha256_12=%s" % (
+            bool(token), hashlib.sha256(token.encode()).hexdigest()[:12] if token else "-"))
 
     hold = float(os.environ.get("MVP_SELFTEST_HOLD_SECONDS", "0") or 0)
     if hold > 0:
