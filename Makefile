@@ -6,7 +6,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine image demo cluster selftest test unit lint syntax molecule clean-venv
+.PHONY: setup engine demo cluster selftest down test unit lint syntax molecule reliability bench
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -27,6 +27,17 @@ cluster: setup engine ## Bring up the local cluster only
 
 selftest: ## Submit the self-test job to the running cluster
 	ansible-playbook submit.yml -e workload=selftest
+
+down: setup ## Stop Ray and remove the local containers (keeps /srv/mvp/private)
+	ansible-playbook down.yml
+
+reliability: setup engine ## Bad-input table against the local cluster (brings it up first)
+	ansible-playbook site.yml
+	ansible-playbook submit.yml -e workload=selftest -e submission_id=reliability-existing || true
+	python tests/reliability/bad_inputs.py --inventory inventories/local --host-shared /srv/mvp/private --existing-id reliability-existing
+
+bench: setup engine ## Benchmarks (bench/run.py); writes bench/results/latest.json
+	python bench/run.py
 
 test: setup engine ## Every test: unit, lint, syntax checks, molecule
 	bash tests/run.sh

@@ -227,6 +227,29 @@ def mvp_job_spec(request, catalog, defaults):
     }
 
 
+def mvp_parse_jobspec(text, path):
+    """Parse a JobSpec YAML document into a request dict.
+
+    :param text: str, the file's content.
+    :param path: str, the file's path (for messages).
+    :returns: dict (an empty file gives {}).
+    :raises AnsibleFilterError: naming the file when it is not YAML or not a mapping.
+    """
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise AnsibleFilterError("jobspec %s is not valid YAML (%s). Fix the file; nothing was written."
+                                 % (path, " ".join(str(exc).split())))
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise AnsibleFilterError("jobspec %s holds a %s, not a mapping of job spec keys (%s)."
+                                 % (path, type(data).__name__, ", ".join(sorted(REQUEST_KEYS))))
+    return data
+
+
 def mvp_submit_cmd(spec):
     """Return the ``ray job submit`` command line equivalent to a job spec (one line).
 
@@ -243,13 +266,14 @@ def mvp_submit_cmd(spec):
 
 
 class FilterModule(object):
-    """Job spec filters: mvp_job_spec, mvp_submit_cmd, mvp_submission_id, mvp_hydra_overrides."""
+    """Job spec filters: mvp_job_spec, mvp_parse_jobspec, mvp_submit_cmd, mvp_submission_id, mvp_hydra_overrides."""
 
     def filters(self):
         """Return the filter table."""
         return {
             "mvp_job_spec": mvp_job_spec,
             "mvp_submit_cmd": mvp_submit_cmd,
+            "mvp_parse_jobspec": mvp_parse_jobspec,
             "mvp_submission_id": mvp_submission_id,
             "mvp_hydra_overrides": hydra_overrides,
         }

@@ -131,3 +131,15 @@ def test_sft_keeps_snapshot_device_when_the_snapshot_shares_it_with_workers():
                          "trainer_overrides": {"trainer.device": "cpu"}}, CATALOG,
                         dict(DEFAULTS, snapshot_shares_device=True))
     assert "trainer.device=cpu" in argv(user["entrypoint"])
+
+
+def test_jobspec_files_parse_or_fail_naming_the_file():
+    from mvp_jobspec import mvp_parse_jobspec
+
+    assert mvp_parse_jobspec("workload: grpo\ntrainer_overrides:\n  trainer.nnodes: 2\n", "g.yaml") == {
+        "workload": "grpo", "trainer_overrides": {"trainer.nnodes": 2}}
+    assert mvp_parse_jobspec("", "empty.yaml") == {}
+    with pytest.raises(Exception, match="jobspec bad.yaml is not valid YAML"):
+        mvp_parse_jobspec("workload: x\n  id: [oops\n", "bad.yaml")
+    with pytest.raises(Exception, match="jobspec list.yaml holds a list"):
+        mvp_parse_jobspec("- a\n- b\n", "list.yaml")

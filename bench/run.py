@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Benchmarks: this project's playbooks against the raw scripts they replace.
+
+Measured in one run on the local Docker engine, each figure the median of
+--repeat runs (with min and max), printed as a table and written to JSON:
+
+  raw_bringup_2w      raw baseline: docker run x3, ray start head, workers one after
+                      another, wait until both workers are registered
+  site_cold_2w        playbooks/cluster.yml from no containers to all workers registered
+  site_noop_2w        site.yml again with nothing to change
+  raw_submit_running  `ray job submit --no-wait` on the head until the job is RUNNING
+  submit_running      `submit.yml -e wait=false` from invocation until the job is RUNNING
+  site_cold_{1,2,4,8}w  cold cluster.yml bring-up with 1, 2, 4 and 8 workers
+
+plus the ratios the goals are stated in. Uses its own containers (mvp-bench-*),
+network and shared folder, and removes them at the end. Needs the node image
+(images/node/build.sh) and the project venv on PATH.
+
+Usage: python bench/run.py [--repeat 3] [--sizes 1 2 4 8] [--out bench/results/latest.json]
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PREFIX = "mvp-bench"
+NETWORK = "mvp-bench-net"
+SHARED = "/var/tmp/mvp-bench/private"
+PY = "/opt/mvp/venv/bin/python"
+RAY = "/opt/mvp/venv/bin/ray"
+
+
+def sh(argv, check=True, **kw):
+    """Run a command, return CompletedProcess (text)."""
+    return subprocess.run(argv, check=check, capture_output=True, text=True, **kw)
+
+
+def image():
+    """Return the node image reference (building it if its recipe changed)."""
+    out = sh(["bash", os.path.join(ROOT, "images/node/build.sh")]).stdout.strip().splitlines()[-1]
+    return out.split()[0].split("=", 1)[1]
+
+
+def names(workers):
+    """Container names of the head and ``workers`` workers."""
+    return ["%s-head" % PREFIX] + ["%s-worker-%d" % (PREFIX, i) for i in range(workers)]
+
+
+def clean():
+    """Remove every bench container, the network and the shared folder."""
+    ids = sh(["docker", "ps", "-aq", "--filter", "name=^%s-" % PREFIX]).stdout.split()
+    if ids:
+        sh(["docker", "rm", "-f"] + ids)
+    sh(["docker", "network", "rm", NETWORK], check=False)
+    shutil.rmtree(os.path.dirname(SHARED), ignore_errors=True)
+
+
+def wait_workers(head, count, timeout=180):
+    """Poll the head until ``count`` ALIVE nodes carry worker_node."""
+    probe = ("import ray.util.state as s; print(sum(1 for n in s.list_nodes(address='http://127.0.0.1:8265') "
+             "if n.state == 'ALIVE' and n.resources_total.get('worker_node', 0) > 0))")
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        proc = sh(["docker", "exec", head, PY, "-c", probe], check=False)
+        if proc.returncode == 0 and proc.stdout.strip().isdigit() and int(proc.stdout) >= count:
+            return
+        time.sleep(0.5)
+    raise RuntimeError("workers did not register within %ss" % timeout)
+
+
+def raw_bringup(img, workers=2):
+    """What the old shell scripts did; returns seconds."""
+    clean()
+    os.makedirs(SHARED)
+    start = time.time()
+    sh(["docker", "network", "create", NETWORK])
+    for name in names(workers):
+        sh(["docker", "run", "-d", "--init", "--name", name, "--hostname", name, "--network", NETWORK,
+            "--shm-size", "1g", "-v", "%s:/private" % SHARED, img, "sleep", "infinity"])
+    head = names(workers)[0]
+    sh(["docker", "exec", head, RAY, "start", "--head", "--num-cpus=0", "--num-gpus=0",
+        "--dashboard-host=0.0.0.0", "--disable-usage-stats"])
+    head_ip = sh(["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                  head]).stdout.strip()
+    for name in names(workers)[1:]:
+        sh(["docker", "exec", name, RAY, "start", "--address=%s:6379" % head_ip,
+            '--resources={"worker_node": 100}', "--disable-usage-stats"])
+    wait_workers(head, workers)
+    return time.time() - start
+
+
+def inventory(tmp, workers):
+    """Write an inventory for the bench cluster (links the shared group_vars); return its folder."""
+    inv = os.path.join(tmp, "inv-%d" % workers)
+    os.makedirs(os.path.join(inv, "group_vars", "all"))
+    for name in ("00-mvp-paths.yml", "00-mvp-workloads.yml"):
+        os.symlink(os.path.join(ROOT, "inventories/common/all", name), os.path.join(inv, "group_vars/all", name))
+    os.symlink(os.path.join(ROOT, "inventories/local/group_vars/ray_nodes"), os.path.join(inv, "group_vars/ray_nodes"))
+    with open(os.path.join(inv, "group_vars/all/10-bench.yml"), "w") as handle:
+        handle.write("mvp_host_shared_dir: %s\nmvp_node_image_build: true\nmvp_docker_network: %s\n"
+                     "mvp_verl_snapshots:\n  - code_id: verl-0.9.1\n    pip: verl==0.9.1\n" % (SHARED, NETWORK))
+    hosts = ["all:", "  children:", "    docker_hosts:", "      hosts:", "        localhost:",
+             "          ansible_connection: local",
+             "          ansible_python_interpreter: \"{{ ansible_playbook_python }}\"",
+             "    ray_nodes:", "      children:", "        ray_head:", "          hosts:",
+             "            %s: {}" % names(workers)[0], "        ray_workers:", "          hosts:"]
+    hosts += ["            %s: {}" % n for n in names(workers)[1:]]
+    with open(os.path.join(inv, "hosts.yml"), "w") as handle:
+        handle.write("\n".join(hosts) + "\n")
+    return inv
+
+
+def playbook(inv, path, *extra):
+    """Run a playbook; return seconds. Raises with the output's tail when it fails."""
+    start = time.time()
+    proc = sh(["ansible-playbook", "-i", inv, os.path.join(ROOT, path)] + list(extra), check=False, cwd=ROOT)
+    if proc.returncode:
+        raise RuntimeError("%s failed:\n%s" % (path, proc.stdout[-3000:]))
+    return time.time() - start
+
+
+def wait_running(head, submission_id, timeout=120):
+    """Poll Ray until the job is RUNNING (or terminal)."""
+    probe = ("from ray.job_submission import JobSubmissionClient as C; "
+             "print(C('http://127.0.0.1:8265').get_job_status('%s'))" % submission_id)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        out = sh(["docker", "exec", head, PY, "-c", probe], check=False).stdout
+        if any(s in out for s in ("RUNNING", "SUCCEEDED", "FAILED")):
+            return
+        time.sleep(0.2)
+    raise RuntimeError("job %s not RUNNING within %ss" % (submission_id, timeout))
+
+
+def summary(values):
+    """Median, min and max in seconds (rounded)."""
+    return {"median": round(statistics.median(values), 2), "min": round(min(values), 2),
+            "max": round(max(values), 2), "runs": [round(v, 2) for v in values]}
+
+
+def main():
+    """Run the benchmarks, print the table and write the JSON file."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1, 2, 4, 8])
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench/results/latest.json"))
+    args = parser.parse_args()
+    img = image()
+    runs = {}
+
+    def record(key, value):
+        runs.setdefault(key, []).append(value)
+        print("  %-20s %6.1fs" % (key, value), flush=True)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        inv2 = inventory(tmp, 2)
+        head = names(2)[0]
+        for i in range(args.repeat):
+            record("raw_bringup_2w", raw_bringup(img))
+            clean()
+            record("site_cold_2w", playbook(inv2, "playbooks/cluster.yml"))
+            playbook(inv2, "site.yml")  # data + code, so submit.yml has what it validates
+            record("site_noop_2w", playbook(inv2, "site.yml"))
+            start = time.time()
+            sh(["docker", "exec", head, RAY, "job", "submit", "--no-wait", "--submission-id", "raw-%d" % i,
+                "--entrypoint-resources", '{"worker_node": 1}', "--entrypoint-num-cpus", "1",
+                "--", "sleep", "30"])
+            wait_running(head, "raw-%d" % i)
+            record("raw_submit_running", time.time() - start)
+            start = time.time()
+            playbook(inv2, "submit.yml", "-e", "workload=selftest", "-e", "submission_id=bench-%d" % i,
+                     "-e", "wait=false")
+            wait_running(head, "bench-%d" % i)
+            record("submit_running", time.time() - start)
+        for size in args.sizes:
+            inv = inventory(tmp, size)
+            for _ in range(args.repeat):
+                clean()
+                record("site_cold_%dw" % size, playbook(inv, "playbooks/cluster.yml"))
+        clean()
+
+    result = {k: summary(v) for k, v in runs.items()}
+    med = {k: v["median"] for k, v in result.items()}
+    ratios = {
+        "cold_vs_raw_2w": round(med["site_cold_2w"] / med["raw_bringup_2w"], 2),
+        "noop_vs_cold_2w": round(med["site_noop_2w"] / med["site_cold_2w"], 2),
+        "submit_minus_raw_s": round(med["submit_running"] - med["raw_submit_running"], 2),
+    }
+    if "site_cold_1w" in med and "site_cold_8w" in med:
+        ratios["cold_8w_vs_1w"] = round(med["site_cold_8w"] / med["site_cold_1w"], 2)
+    goals = {"cold_vs_raw_2w": "<= 1.3", "noop_vs_cold_2w": "<= 0.5", "submit_minus_raw_s": "<= 10",
+             "cold_8w_vs_1w": "<= 2"}
+    report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "machine": "%s, %d cores, %s" % (platform.machine(), os.cpu_count(), platform.platform()),
+              "repeat": args.repeat, "seconds": result, "ratios": ratios, "goals": goals}
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as handle:
+        json.dump(report, handle, indent=2)
+    print("\n| measure | median s | min s | max s |\n|---|---|---|---|")
+    for key, value in result.items():
+        print("| %s | %.1f | %.1f | %.1f |" % (key, value["median"], value["min"], value["max"]))
+    print("\n| ratio | value | goal |\n|---|---|---|")
+    for key, value in ratios.items():
+        print("| %s | %s | %s |" % (key, value, goals[key]))
+    print("\nwritten to %s" % args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Bad-input suite: every case must fail before any change, with a message naming the variable.
+
+Runs real ``ansible-playbook`` commands against a running cluster (the local
+inventory's, or a molecule scenario's) and, for each case, compares the shared
+folder on the docker host before and after (paths, sizes and modification
+times). Prints a table (case, expected, observed, files changed) and exits 1
+when any case does not fail as expected or changes a file.
+
+Usage:
+    python tests/reliability/bad_inputs.py --inventory inventories/local \\
+        --host-shared /srv/mvp/private [--only CASE ...]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def snapshot(folder):
+    """Return {relative path: (size, mtime_ns)} of every file and folder under ``folder``."""
+    state = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            try:
+                info = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            state[os.path.relpath(path, folder)] = (info.st_size, info.st_mtime_ns)
+    return state
+
+
+def changed_files(before, after):
+    """Return the sorted relative paths added, removed or modified between two snapshots."""
+    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+
+
+def write(path, text):
+    """Write ``text`` to ``path`` and return the path."""
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
+
+
+def cases(tmp, existing_id):
+    """The bad-input table: (name, playbook, extra args, expected substring of the output)."""
+    no_workers = write(os.path.join(tmp, "no-workers.yml"),
+                       "all:\n  children:\n    ray_head:\n      hosts:\n        h0: {}\n"
+                       "    ray_workers:\n      hosts: {}\n")
+    two_heads = write(os.path.join(tmp, "two-heads.yml"),
+                      "all:\n  children:\n    ray_head:\n      hosts:\n        h0: {}\n        h1: {}\n"
+                      "    ray_workers:\n      hosts:\n        w0: {}\n")
+    bad_yaml = write(os.path.join(tmp, "bad.yaml"), "workload: selftest\n  submission_id: [oops\n")
+    model = ["-e", "model=bad-input-model"]
+    return [
+        ("unknown workload", "submit.yml", ["-e", "workload=nope"], "field 'workload': unknown workload"),
+        ("submission id with /", "submit.yml", ["-e", "workload=selftest", "-e", "submission_id=a/b"],
+         "field 'submission_id'"),
+        ("submission id with ..", "submit.yml", ["-e", "workload=selftest", "-e", "submission_id=.."],
+         "field 'submission_id'"),
+        ("submission id with spaces", "submit.yml",
+         ["-e", "workload=selftest", "-e", '{"submission_id": "my job"}'], "field 'submission_id'"),
+        ("existing submission id", "submit.yml", ["-e", "workload=selftest", "-e", "submission_id=" + existing_id],
+         "submission_id '%s' is taken" % existing_id),
+        ("missing code snapshot", "submit.yml", ["-e", "workload=selftest", "-e", "code_id=no-such-code"],
+         "code_path /private/common/code/verl/no-such-code is not a code snapshot"),
+        ("snapshot without mvp_marker.py", "submit.yml",
+         ["-e", "workload=selftest", "-e", "code_id=bad-input-no-marker"],
+         "bad-input-no-marker is not a code snapshot (needs mvp_marker.py"),
+        ("misspelled trainer override", "submit.yml",
+         ["-e", "workload=grpo"] + model + ["-e", '{"trainer_overrides": {"trainer.total_epoch": 1}}'],
+         "Could not override 'trainer.total_epoch'"),
+        ("wrong type in an override", "submit.yml",
+         ["-e", "workload=ppo"] + model + ["-e", '{"trainer_overrides": {"trainer.total_epochs": "many"}}'],
+         "'trainer.total_epochs' expects int"),
+        ("GPU request larger than the cluster", "submit.yml", ["-e", "workload=grpo"] + model,
+         "trainer.nnodes * trainer.n_gpus_per_node = 8 GPUs, but Ray reports 0"),
+        ("save_freq 0", "submit.yml",
+         ["-e", "workload=sft"] + model + ["-e", '{"trainer_overrides": {"trainer.save_freq": 0}}'],
+         "field 'trainer_overrides.trainer.save_freq'"),
+        ("empty ray_workers", "site.yml", ["-i", no_workers], "at least one in ray_workers (found 0)"),
+        ("two hosts in ray_head", "site.yml", ["-i", two_heads], "exactly one host in ray_head (found 2"),
+        ("shared_root missing", "site.yml", ["-e", "mvp_shared_root=/no/such/shared"],
+         "/no/such/shared (mvp_shared_root) is missing"),
+        ("image missing", "site.yml",
+         ["-e", "mvp_node_image=mvp-no-such-image:0", "-e", "mvp_node_image_build=false"],
+         "Node image 'mvp-no-such-image:0' (mvp_node_image) is not on"),
+        ("malformed JobSpec YAML", "submit.yml", ["-e", "jobspec=" + bad_yaml],
+         "jobspec %s is not valid YAML" % bad_yaml),
+        ("unknown JobSpec key", "submit.yml",
+         ["-e", "jobspec=" + write(os.path.join(tmp, "typo.yaml"), "workload: selftest\nworklaod: x\n")],
+         "field 'worklaod': unknown key"),
+    ]
+
+
+def prepare(host_shared):
+    """Create the fixtures the cases need on the shared folder (before the first snapshot)."""
+    os.makedirs(os.path.join(host_shared, "common/models/bad-input-model"), exist_ok=True)
+    broken = os.path.join(host_shared, "common/code/verl/bad-input-no-marker/verl")
+    os.makedirs(broken, exist_ok=True)
+    write(os.path.join(broken, "__init__.py"), "")
+
+
+def main():
+    """Run the table and print it; return the exit code."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inventory", default=os.path.join(ROOT, "inventories/local"))
+    parser.add_argument("--host-shared", default="/srv/mvp/private",
+                        help="the shared folder as seen on the docker host")
+    parser.add_argument("--existing-id", required=True, help="a submission id that already exists")
+    parser.add_argument("--only", nargs="*", help="run only these case names")
+    args = parser.parse_args()
+    prepare(args.host_shared)
+    rows, failures = [], 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, playbook, extra, expected in cases(tmp, args.existing_id):
+            if args.only and name not in args.only:
+                continue
+            inventory = ["-i", args.inventory] if "-i" not in extra else []
+            before = snapshot(args.host_shared)
+            proc = subprocess.run(["ansible-playbook"] + inventory + [os.path.join(ROOT, playbook)] + extra,
+                                  capture_output=True, text=True, cwd=ROOT)
+            changed = changed_files(before, snapshot(args.host_shared))
+            output = proc.stdout + proc.stderr
+            found = " ".join(expected.split()) in " ".join(output.split())
+            ok = proc.returncode != 0 and found and not changed
+            failures += not ok
+            observed = ("failed, message found" if proc.returncode and found else
+                        "failed, message NOT found" if proc.returncode else "did NOT fail")
+            rows.append((name, expected, observed, len(changed), "PASS" if ok else "FAIL"))
+            if not ok:
+                print("--- %s: rc=%s changed=%s\n%s" % (name, proc.returncode, changed[:10], output[-3000:]),
+                      file=sys.stderr)
+    widths = [max(len(str(r[i])) for r in rows + [("case", "expected", "observed", "files changed", "")])
+              for i in range(5)]
+    header = ("case", "expected message", "observed", "files changed", "result")
+    for row in [header] + rows:
+        print(" | ".join(str(c).ljust(w) for c, w in zip(row, widths)))
+    print("bad inputs: %d passed, %d failed" % (len(rows) - failures, failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
