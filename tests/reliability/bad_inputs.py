@@ -84,8 +84,11 @@ def cases(tmp, existing_id):
          "field 'trainer_overrides.trainer.save_freq'"),
         ("empty ray_workers", "site.yml", ["-i", no_workers], "at least one in ray_workers (found 0)"),
         ("two hosts in ray_head", "site.yml", ["-i", two_heads], "exactly one host in ray_head (found 2"),
-        ("shared_root missing", "site.yml", ["-e", "mvp_shared_root=/no/such/shared"],
+        # --limit ray_nodes: the nodes as the platform gives them (prod), no container is (re)made.
+        ("shared_root missing", "site.yml", ["--limit", "ray_nodes", "-e", "mvp_shared_root=/no/such/shared"],
          "/no/such/shared (mvp_shared_root) is missing"),
+        ("shared_root read-only", "site.yml", ["--limit", "ray_nodes", "-e", "mvp_shared_root=/sys/fs"],
+         "/sys/fs (mvp_shared_root) is not a writable directory"),
         ("image missing", "site.yml",
          ["-e", "mvp_node_image=mvp-no-such-image:0", "-e", "mvp_node_image_build=false"],
          "Node image 'mvp-no-such-image:0' (mvp_node_image) is not on"),
