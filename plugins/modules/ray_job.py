@@ -137,6 +137,10 @@ log_dest:
   description: Path of the written driver log.
   type: str
   returned: when written
+log_error:
+  description: Why Ray could not return the driver log (for example its node died); the file then says so.
+  type: str
+  returned: when fetching the log failed
 """
 
 import json
@@ -240,7 +244,12 @@ class RayJob(object):
         dest = self.params["log_dest"]
         if not dest or self.module.check_mode:
             return
-        logs = self.client.get_job_logs(self.params["submission_id"])
+        try:
+            logs = self.client.get_job_logs(self.params["submission_id"])
+        except Exception as exc:  # the driver's node (and its log agent) may be gone
+            result["log_error"] = str(exc).splitlines()[0]
+            logs = ("# Ray could not return the driver log of %s (%s).\n# The copy written by the "
+                    "entrypoint is logs/driver.log.\n" % (self.params["submission_id"], result["log_error"]))
         directory = os.path.dirname(dest) or "."
         fd, tmp = tempfile.mkstemp(prefix=".ray_job_log.", dir=directory)
         with os.fdopen(fd, "w") as handle:
