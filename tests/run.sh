@@ -18,7 +18,7 @@ stage_lint() { yamllint --strict . && ansible-lint --profile production; }
 stage_syntax() {
   local rc=0 inv pb
   for inv in inventories/local inventories/dev inventories/prod; do
-    for pb in site.yml submit.yml playbooks/*.yml; do
+    for pb in *.yml playbooks/*.yml; do
       if ansible-playbook --syntax-check -i "$inv" "$pb" >/dev/null 2>/tmp/mvp-syntax.err; then
         echo "syntax ok: $pb with $inv"
       else
@@ -26,6 +26,15 @@ stage_syntax() {
       fi
     done
   done
+  # The dev inventory's container plan in check mode, with this machine standing in for h1.
+  if ansible-playbook playbooks/cluster.yml -i inventories/dev --check --tags containers -l h1 \
+      -e ansible_connection=local -e "ansible_python_interpreter=$(command -v python)" \
+      -e mvp_docker_network=mvp-devcheck-net >/tmp/mvp-devcheck.log 2>&1 \
+      && grep -q "'4'" /tmp/mvp-devcheck.log; then
+    echo "check mode ok: dev container plan (GPU device requests shown)"
+  else
+    echo "check mode FAILED: dev container plan"; tail -30 /tmp/mvp-devcheck.log; rc=1
+  fi
   return $rc
 }
 stage_molecule() { molecule test --all; }
