@@ -126,7 +126,8 @@ def main():
             inventory = ["-i", args.inventory] if "-i" not in extra else []
             before = snapshot(args.host_shared)
             proc = subprocess.run(["ansible-playbook"] + inventory + [os.path.join(ROOT, playbook)] + extra,
-                                  capture_output=True, text=True, cwd=ROOT)
+                                  capture_output=True, text=True, cwd=ROOT,
+                                  env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
             changed = changed_files(before, snapshot(args.host_shared))
             output = proc.stdout + proc.stderr
             found = " ".join(expected.split()) in " ".join(output.split())
