@@ -73,6 +73,24 @@ def list_nodes(state_module, address, timeout=30):
     return [node_to_dict(n) for n in nodes]
 
 
+def summarize(nodes, resource):
+    """Summarize ALIVE nodes: the head, the workers carrying ``resource``, GPUs.
+
+    :param nodes: list of node dicts (module_utils.mvp_ray.node_to_dict).
+    :param resource: str, worker marker resource name.
+    :returns: dict with head, alive_workers, worker_ips, total_gpus.
+    """
+    alive = [n for n in nodes if n["state"] == "ALIVE"]
+    heads = [n for n in alive if n["is_head_node"]]
+    workers = [n for n in alive if n["resources_total"].get(resource, 0) > 0]
+    return {
+        "head": heads[0] if heads else None,
+        "alive_workers": workers,
+        "worker_ips": sorted(n["node_ip"] for n in workers),
+        "total_gpus": float(sum(n["resources_total"].get("GPU", 0) for n in alive)),
+    }
+
+
 def node_ip_for(nodes, node_id):
     """Return the IP of the node whose id is ``node_id`` or None.
 

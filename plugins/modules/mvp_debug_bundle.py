@@ -9,8 +9,13 @@ DOCUMENTATION = r"""
 module: mvp_debug_bundle
 short_description: Save the output of diagnostic commands (ray status, ray job list, ...) into a folder
 description:
-  - Starts every command at once (they are independent, and each Ray CLI call
-    spends seconds starting Python), waits for all of them, and writes one file
+  - With I(in_process) (the default), commands whose program is named C(ray) run one
+    after another inside the module's process (its Python must import Ray) through Ray's own click CLI
+    (C(ray.scripts.scripts.cli.main(args, standalone_mode=False))), so Ray is
+    imported once instead of once per command (about a second of CPU each); their
+    output is what the CLI prints, with terminal colour codes removed.
+  - Other commands (and all of them with I(in_process=false)) start at once as
+    subprocesses; the module waits for all of them and writes one file
     per command named C(<UTC time>-<stage>-<name>.txt) holding the command line,
     exit code, standard output and standard error.
   - A command that fails or times out is recorded in its file, never fatal - a
@@ -31,9 +36,13 @@ options:
     elements: dict
     required: true
   timeout:
-    description: Seconds each command may run before it is killed.
+    description: Seconds each command may run before it is killed (in-process - abandoned).
     type: int
     default: 60
+  in_process:
+    description: Run C(ray) CLI commands inside the module's process (see above).
+    type: bool
+    default: true
 author: MVP project
 """
 
@@ -63,10 +72,14 @@ rcs:
   returned: always
 """
 
+import contextlib
+import io
 import os
+import re
 import shlex
 import subprocess
 import tempfile
+import threading
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -101,6 +114,46 @@ def run_all(commands, timeout):
     return results
 
 
+ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def ray_cli():
+    """Return Ray's click command group (``ray.scripts.scripts.cli``) or None when Ray does not import."""
+    try:
+        from ray.scripts.scripts import cli
+    except Exception:  # pragma: no cover - depends on the interpreter
+        return None
+    return cli
+
+
+def run_in_process(cli, args, timeout):
+    """Run one Ray CLI command in this process; return (rc, stdout, stderr).
+
+    :param cli: click group from ray_cli().
+    :param args: list of str, the arguments after ``ray``.
+    :param timeout: int, seconds; a command still running then is abandoned (rc None).
+    """
+    out, err, box = io.StringIO(), io.StringIO(), {}
+
+    def target():
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                cli.main(args=list(args), standalone_mode=False, prog_name="ray")
+                box["rc"] = 0
+            except SystemExit as exc:
+                box["rc"] = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except Exception as exc:  # recorded in the bundle file, never fatal
+                err.write("%s: %s\n" % (type(exc).__name__, exc))
+                box["rc"] = 1
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        return None, "", "(abandoned after %ss)" % timeout
+    return box.get("rc", 1), ANSI_RE.sub("", out.getvalue()), ANSI_RE.sub("", err.getvalue())
+
+
 def render(command, rc, out, err, stamp, host):
     """Return the text of one bundle file."""
     text = "# %s\n# rc=%s at %s on %s\n%s" % (
@@ -118,6 +171,7 @@ def main():
             stage=dict(type="str", required=True),
             commands=dict(type="list", elements="dict", required=True),
             timeout=dict(type="int", default=60),
+            in_process=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
@@ -129,7 +183,12 @@ def main():
         module.exit_json(changed=True, files=paths, stamp=stamp, rcs={})
     if not os.path.isdir(params["dest"]):
         module.fail_json(msg="debug folder %s does not exist" % params["dest"])
-    results = run_all(params["commands"], params["timeout"])
+    commands = params["commands"]
+    cli = ray_cli() if params["in_process"] else None
+    inside = [bool(cli) and os.path.basename(c["argv"][0]) == "ray" for c in commands]
+    outside = run_all([c for c, i in zip(commands, inside) if not i], params["timeout"])
+    results = [run_in_process(cli, c["argv"][1:], params["timeout"]) if i else outside.pop(0)
+               for c, i in zip(commands, inside)]
     host = os.uname()[1]
     for command, path, (rc, out, err) in zip(params["commands"], paths, results):
         fd, tmp = tempfile.mkstemp(prefix=".bundle.", dir=params["dest"])

@@ -82,7 +82,7 @@ jobs:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.mvp_ray import import_ray, list_nodes
+from ansible.module_utils.mvp_ray import import_ray, list_nodes, summarize
 
 JOB_FIELDS = ("submission_id", "status", "start_time", "end_time", "driver_node_id",
               "driver_exit_code", "message", "entrypoint", "metadata")
@@ -93,24 +93,6 @@ def job_row(details):
     row = {field: getattr(details, field, None) for field in JOB_FIELDS}
     row["status"] = str(row["status"]).split(".")[-1]
     return row
-
-
-def summarize(nodes, resource):
-    """Summarize ALIVE nodes: the head, the workers carrying ``resource``, GPUs.
-
-    :param nodes: list of node dicts (module_utils.mvp_ray.node_to_dict).
-    :param resource: str, worker marker resource name.
-    :returns: dict with head, alive_workers, worker_ips, total_gpus.
-    """
-    alive = [n for n in nodes if n["state"] == "ALIVE"]
-    heads = [n for n in alive if n["is_head_node"]]
-    workers = [n for n in alive if n["resources_total"].get(resource, 0) > 0]
-    return {
-        "head": heads[0] if heads else None,
-        "alive_workers": workers,
-        "worker_ips": sorted(n["node_ip"] for n in workers),
-        "total_gpus": float(sum(n["resources_total"].get("GPU", 0) for n in alive)),
-    }
 
 
 def main():

@@ -82,6 +82,16 @@ options:
         is terminal or, with I(state=info), whenever the module runs. The file is
         written to a temporary name, then renamed.
     type: path
+  placement_dest:
+    description:
+      - File to write the placement to once the job has a driver node, as JSON with
+        C(submission_id), C(status), C(driver_node_id), C(driver_node_ip), C(head_node_ip)
+        and C(worker_ips) (ALIVE nodes carrying I(worker_resource)). Temporary name, then rename.
+    type: path
+  worker_resource:
+    description: Custom resource that marks worker nodes (for C(worker_ips)).
+    type: str
+    default: worker_node
 author: MVP project
 """
 
@@ -133,6 +143,11 @@ head_node_ip:
   description: IP of the ALIVE head node (state API).
   type: str
   returned: when the job was placed
+worker_ips:
+  description: IPs of the ALIVE nodes carrying I(worker_resource) (state API).
+  type: list
+  elements: str
+  returned: when the job was placed
 log_dest:
   description: Path of the written driver log.
   type: str
@@ -150,7 +165,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.mvp_ray import (
-    TERMINAL_STATUSES, auth_headers, import_ray, list_nodes, node_ip_for)
+    TERMINAL_STATUSES, auth_headers, import_ray, list_nodes, node_ip_for, summarize)
 
 
 def details_to_dict(details):
@@ -265,8 +280,21 @@ class RayJob(object):
             return
         nodes = list_nodes(self.state_api, self.params["address"])
         job["driver_node_ip"] = node_ip_for(nodes, job["driver_node_id"])
-        heads = [n["node_ip"] for n in nodes if n["is_head_node"] and n["state"] == "ALIVE"]
-        result["head_node_ip"] = heads[0] if heads else None
+        summary = summarize(nodes, self.params["worker_resource"])
+        result["head_node_ip"] = summary["head"]["node_ip"] if summary["head"] else None
+        result["worker_ips"] = summary["worker_ips"]
+        dest = self.params["placement_dest"]
+        if dest and not self.module.check_mode:
+            placement = {"submission_id": self.params["submission_id"], "status": status_of(job),
+                         "driver_node_id": job["driver_node_id"], "driver_node_ip": job["driver_node_ip"],
+                         "head_node_ip": result["head_node_ip"], "worker_ips": result["worker_ips"]}
+            fd, tmp = tempfile.mkstemp(prefix=".placement.", dir=os.path.dirname(dest) or ".")
+            with os.fdopen(fd, "w") as handle:
+                json.dump(placement, handle, indent=4, sort_keys=True)
+                handle.write("\n")
+            os.chmod(tmp, 0o644)
+            os.rename(tmp, dest)
+            result["changed"] = True
 
     def run(self):
         """Apply the requested state and exit the module."""
@@ -331,6 +359,8 @@ def main():
             running_timeout=dict(type="int", default=3600),
             poll_interval=dict(type="float", default=1.0),
             log_dest=dict(type="path"),
+            placement_dest=dict(type="path"),
+            worker_resource=dict(type="str", default="worker_node"),
         ),
         supports_check_mode=True,
     )

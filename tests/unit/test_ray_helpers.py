@@ -1,6 +1,5 @@
 """Unit tests of the pure parts of the Ray modules (no cluster needed)."""
-from ansible.module_utils.mvp_ray import auth_headers, node_ip_for, node_to_dict
-from ray_cluster_info import summarize
+from ansible.module_utils.mvp_ray import auth_headers, node_ip_for, node_to_dict, summarize
 from ray_job import pending_message, status_of
 
 NODES = [

@@ -1,0 +1,144 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: create a job directory exclusively and write its files, in one call."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: mvp_job_dir
+short_description: Create C(jobs/<submission_id>/) exclusively, its sub-folders and files, and install shared files
+description:
+  - Creates I(path) with one C(mkdir) call, which fails when it exists, so two
+    submissions can never share a job directory and an existing one is never reused or
+    overwritten. Then creates I(subdirs) inside it and writes I(files) (paths relative
+    to I(path)).
+  - Before that, writes I(shared_files) (absolute paths, such as the job tools under
+    the shared storage) only where the content differs; each file is written to a
+    temporary name and renamed, so a running job never reads half a file.
+  - Fails with the path when the job directory exists; nothing is written then.
+  - Check mode reports what would be created and writes nothing.
+options:
+  path:
+    description: The job directory (C(<shared_root>/jobs/<submission_id>)); its parent must exist.
+    type: path
+    required: true
+  subdirs:
+    description: Folders created inside I(path).
+    type: list
+    elements: str
+    default: [config, logs, checkpoints, debug]
+  files:
+    description: Mapping of a path relative to I(path) -> text content (e.g. C(config/job_spec.json)).
+    type: dict
+    default: {}
+  shared_files:
+    description: Mapping of an absolute path -> text content, written only when it differs.
+    type: dict
+    default: {}
+  mode:
+    description: Octal mode of the folders created (string such as C("0775")); files get 0644.
+    type: str
+    default: "0775"
+author: MVP project
+"""
+
+EXAMPLES = r"""
+- name: Jobdir | Create the job directory and write its config
+  mvp_job_dir:
+    path: /private/jobs/selftest-20261122-120000-1a2b3c
+    files:
+      config/job_spec.json: "{{ spec | to_nice_json }}"
+    shared_files:
+      /private/common/code/mvp_tools/mvp_entry.py: "{{ lookup('ansible.builtin.file', 'job_tools/mvp_entry.py') }}"
+"""
+
+RETURN = r"""
+written:
+  description: Absolute paths written by this call (job files, and shared files that changed).
+  type: list
+  elements: str
+  returned: always
+"""
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def safe_join(root, rel):
+    """Join ``rel`` under ``root``; raise ValueError for an absolute path or one leaving ``root``."""
+    if os.path.isabs(rel) or ".." in rel.replace("\\", "/").split("/"):
+        raise ValueError("%r must be a path inside %s" % (rel, root))
+    return os.path.join(root, rel)
+
+
+def write_atomic(path, content):
+    """Write ``content`` (str) to ``path`` through a temporary file in the same folder and a rename (mode 0644)."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(content)
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def differs(path, content):
+    """Return True when ``path`` is missing or holds something else than ``content``."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read() != content
+    except (OSError, UnicodeDecodeError):
+        return True
+
+
+def main():
+    """Module entry point."""
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            subdirs=dict(type="list", elements="str", default=["config", "logs", "checkpoints", "debug"]),
+            files=dict(type="dict", default={}),
+            shared_files=dict(type="dict", default={}),
+            mode=dict(type="str", default="0775"),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    job_dir = params["path"]
+    try:
+        mode = int(params["mode"], 8)
+        subdirs = [safe_join(job_dir, d) for d in params["subdirs"]]
+        files = {safe_join(job_dir, rel): str(text) for rel, text in params["files"].items()}
+    except ValueError as exc:
+        module.fail_json(msg="mvp_job_dir: %s" % exc)
+    if os.path.lexists(job_dir):
+        module.fail_json(msg="job directory %s exists: job directories are never reused; choose another "
+                             "submission_id or omit it to get a fresh one." % job_dir)
+    shared = {p: str(t) for p, t in params["shared_files"].items() if differs(p, str(t))}
+    if module.check_mode:
+        module.exit_json(changed=True, written=sorted(shared) + sorted(files))
+    for path, text in shared.items():
+        write_atomic(path, text)
+    try:
+        os.mkdir(job_dir, mode)
+    except FileExistsError:
+        module.fail_json(msg="job directory %s was created by someone else a moment ago: choose another "
+                             "submission_id or omit it to get a fresh one." % job_dir)
+    os.chmod(job_dir, mode)
+    for folder in subdirs:
+        os.makedirs(folder, exist_ok=True)
+        os.chmod(folder, mode)
+    for path, text in files.items():
+        write_atomic(path, text)
+    module.exit_json(changed=True, written=sorted(shared) + sorted(files))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,256 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: read what a Ray node offers (shared storage, Python/Ray versions, GPUs) in one call."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: mvp_node_preflight
+short_description: Inspect a Ray node before Ray starts on it, in one call
+description:
+  - Looks at the shared storage (exists, directory, writable, filesystem type from
+    C(/proc/self/mountinfo)), reads the Python and Ray versions of I(ray_python)
+    without importing Ray (the package is located with C(importlib.util.find_spec)
+    and its C(_version.py) or C(__init__.py) is parsed with C(ast)), and counts the
+    GPUs with C(nvidia-smi --list-gpus) when I(count_gpus) is true.
+  - With I(probe_dir) and I(probe), writes the file C(<probe_dir>/<probe_name>)
+    holding I(probe) (write then rename), so that one node can later check that every
+    node writes to the same filesystem (see I(expect_probes)).
+  - With I(expect_probes), reads C(<probe_dir>/<name>) for every name and reports
+    which ones are missing or hold another content (C(mismatched_probes)).
+  - Never fails on what it finds; the preflight role turns the facts into messages
+    that name the inventory variable to fix. Fails only on bad module arguments.
+  - Check mode reads but writes no probe.
+options:
+  shared_root:
+    description: Shared storage path seen by the node (mvp_shared_root).
+    type: path
+    required: true
+  ray_python:
+    description: Python interpreter that runs Ray on this node (mvp_ray_python).
+    type: path
+    required: true
+  count_gpus:
+    description: Run C(nvidia-smi --list-gpus) and return the count.
+    type: bool
+    default: false
+  probe_dir:
+    description: Folder under the shared storage for probe files (created when missing).
+    type: path
+  probe_name:
+    description: File name of this node's probe (normally the inventory hostname).
+    type: str
+  probe:
+    description: Content written to this node's probe file.
+    type: str
+  expect_probes:
+    description: Mapping probe name -> expected content to read back from I(probe_dir).
+    type: dict
+    default: {}
+author: MVP project
+"""
+
+EXAMPLES = r"""
+- name: Preflight | Inspect the node and write its probe file
+  mvp_node_preflight:
+    shared_root: /private
+    ray_python: /opt/mvp/venv/bin/python
+    probe_dir: /private/ray/preflight
+    probe_name: "{{ inventory_hostname }}"
+    probe: "{{ run_token }}"
+  register: preflight_node
+
+- name: Preflight | On the head, read every node's probe back
+  mvp_node_preflight:
+    shared_root: /private
+    ray_python: /opt/mvp/venv/bin/python
+    probe_dir: /private/ray/preflight
+    expect_probes: {mvp-ray-worker-0: "{{ run_token }}"}
+"""
+
+RETURN = r"""
+shared_root:
+  description: What the node sees at I(shared_root).
+  type: dict
+  returned: always
+  contains:
+    exists: {description: the path exists, type: bool}
+    isdir: {description: it is a directory, type: bool}
+    writable: {description: the module's user may write into it (os.access W_OK), type: bool}
+    fstype: {description: filesystem type of the mount holding it (e.g. nfs4, ext4, overlay), type: str}
+python_version:
+  description: Version of I(ray_python) (C(sys.version), first word).
+  type: str
+  returned: always
+ray_version:
+  description: Ray's version as installed for I(ray_python), or the reason it could not be read.
+  type: str
+  returned: always
+versions:
+  description: C("python <python_version>, ray <ray_version>") - compared across nodes.
+  type: str
+  returned: always
+gpus:
+  description: GPUs listed by nvidia-smi, or -1 when it failed (see gpu_error).
+  type: int
+  returned: when count_gpus is true
+gpu_error:
+  description: nvidia-smi's error output when it failed.
+  type: str
+  returned: when count_gpus is true
+mismatched_probes:
+  description: Names from I(expect_probes) whose file is missing or holds another content.
+  type: list
+  elements: str
+  returned: always
+"""
+
+import os
+import subprocess
+
+from ansible.module_utils.basic import AnsibleModule
+
+# Run by ray_python: prints the Python version and Ray's version without importing Ray
+# (importing Ray takes about a second of CPU per node).
+VERSION_PROBE = r"""
+import ast, importlib.util, os, sys
+def ray_version():
+    spec = importlib.util.find_spec("ray")
+    if spec is None or not spec.origin:
+        return "not installed"
+    folder = os.path.dirname(spec.origin)
+    for name, key in (("_version.py", "version"), ("__init__.py", "__version__")):
+        path = os.path.join(folder, name)
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == key for t in node.targets):
+                try:
+                    return str(ast.literal_eval(node.value))
+                except ValueError:
+                    pass
+    return "unknown"
+print(sys.version.split()[0], ray_version())
+"""
+
+
+def mount_fstype(path, mountinfo="/proc/self/mountinfo"):
+    """Return the filesystem type of the mount that holds ``path``.
+
+    :param path: str, an existing path.
+    :param mountinfo: str, the mountinfo file (format: proc(5), fields split by `` - ``).
+    :returns: str, e.g. ``nfs4`` or ``ext4``; ``unknown`` when mountinfo cannot be read.
+    """
+    real = os.path.realpath(path)
+    best, fstype = "", "unknown"
+    try:
+        with open(mountinfo, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return fstype
+    for line in lines:
+        head, _, tail = line.partition(" - ")
+        fields = head.split()
+        if len(fields) < 5 or not tail:
+            continue
+        mount_point = fields[4].replace("\\040", " ")
+        inside = real == mount_point or real.startswith(mount_point.rstrip("/") + "/")
+        if inside and len(mount_point) >= len(best):
+            best, fstype = mount_point, tail.split()[0]
+    return fstype
+
+
+def read_versions(ray_python):
+    """Return (python_version, ray_version) of ``ray_python``; errors become the version text."""
+    try:
+        proc = subprocess.run([ray_python, "-c", VERSION_PROBE], capture_output=True, text=True, timeout=60,
+                              check=False)
+    except OSError as exc:
+        return "not runnable (%s)" % exc, "unknown"
+    words = proc.stdout.split()
+    if proc.returncode or len(words) < 2:
+        return "failed (%s)" % (proc.stderr.strip().splitlines() or ["rc=%d" % proc.returncode])[-1], "unknown"
+    return words[0], " ".join(words[1:])
+
+
+def count_gpus():
+    """Return (count, error) from ``nvidia-smi --list-gpus``; count is -1 when it fails."""
+    try:
+        proc = subprocess.run(["nvidia-smi", "--list-gpus"], capture_output=True, text=True, timeout=60,
+                              check=False)
+    except OSError as exc:
+        return -1, str(exc)
+    if proc.returncode:
+        return -1, proc.stderr.strip() or "rc=%d" % proc.returncode
+    return len([line for line in proc.stdout.splitlines() if line.strip()]), ""
+
+
+def write_probe(folder, name, content):
+    """Write ``content`` to ``folder/name`` through a temporary file and a rename."""
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, name)
+    tmp = "%s.tmp-%d" % (path, os.getpid())
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(content + "\n")
+    os.replace(tmp, path)
+
+
+def mismatched(folder, expected):
+    """Return the sorted names whose probe file in ``folder`` is missing or differs from ``expected``."""
+    bad = []
+    for name, content in expected.items():
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                ok = handle.read().strip() == str(content)
+        except OSError:
+            ok = False
+        if not ok:
+            bad.append(name)
+    return sorted(bad)
+
+
+def main():
+    """Module entry point."""
+    module = AnsibleModule(
+        argument_spec=dict(
+            shared_root=dict(type="path", required=True),
+            ray_python=dict(type="path", required=True),
+            count_gpus=dict(type="bool", default=False),
+            probe_dir=dict(type="path"),
+            probe_name=dict(type="str"),
+            probe=dict(type="str", no_log=False),
+            expect_probes=dict(type="dict", default={}),
+        ),
+        required_together=[("probe_name", "probe")],
+        supports_check_mode=True,
+    )
+    params = module.params
+    root = params["shared_root"]
+    isdir = os.path.isdir(root)
+    storage = {"exists": os.path.exists(root), "isdir": isdir, "writable": isdir and os.access(root, os.W_OK),
+               "fstype": mount_fstype(root) if os.path.exists(root) else ""}
+    python_version, ray_version = read_versions(params["ray_python"])
+    result = dict(changed=False, shared_root=storage, python_version=python_version, ray_version=ray_version,
+                  versions="python %s, ray %s" % (python_version, ray_version), mismatched_probes=[])
+    if params["count_gpus"]:
+        result["gpus"], result["gpu_error"] = count_gpus()
+    if params["probe_name"] and storage["writable"] and not module.check_mode:
+        if not params["probe_dir"]:
+            module.fail_json(msg="probe_dir is required with probe_name", **result)
+        try:
+            write_probe(params["probe_dir"], params["probe_name"], params["probe"])
+        except OSError as exc:
+            storage["writable"] = False
+            result["probe_error"] = str(exc)
+    if params["expect_probes"]:
+        if not params["probe_dir"]:
+            module.fail_json(msg="probe_dir is required with expect_probes", **result)
+        result["mismatched_probes"] = mismatched(params["probe_dir"], params["expect_probes"])
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: make sure the Ray head runs (control plane only) and answers, in one call."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: mvp_ray_head
+short_description: Start the Ray head unless it already answers, then wait until it lists itself ALIVE
+description:
+  - Reads the node table through Ray's state API (C(ray.util.state.list_nodes)) at
+    C(http://127.0.0.1:<dashboard_port>). When an ALIVE head is listed, checks that
+    it serves the GCS on I(gcs_port) (from C(<temp_dir>/ray_current_cluster)) and
+    changes nothing.
+  - Otherwise checks that I(gcs_port) and I(dashboard_port) are free on the node
+    (a bind test; the owner is looked up in C(/proc/net/tcp*) and C(/proc/*/fd)),
+    runs C(ray start --head --num-cpus=0 --num-gpus=0 ...) and polls the node table
+    until the head is ALIVE, for at most I(ready_timeout) seconds.
+  - The environment of the task reaches C(ray start) (e.g. C(RAY_AUTH_MODE)).
+  - Error messages name the inventory variables to change (mvp_ray_gcs_port,
+    mvp_ray_dashboard_port, mvp_ray_ready_timeout).
+  - Check mode reads only and reports C(changed) when the head would be started.
+options:
+  ray:
+    description: Path of the C(ray) CLI on the head.
+    type: path
+    required: true
+  gcs_port:
+    description: GCS port (C(ray start --port)).
+    type: int
+    default: 6379
+  dashboard_port:
+    description: Dashboard and Jobs/State API port.
+    type: int
+    default: 8265
+  dashboard_host:
+    description: Dashboard listen address.
+    type: str
+    default: 0.0.0.0
+  extra_args:
+    description: Extra C(ray start) arguments.
+    type: list
+    elements: str
+    default: []
+  ready_timeout:
+    description: Seconds to wait for the head to list itself ALIVE after C(ray start).
+    type: int
+    default: 120
+  resource:
+    description: Custom resource that marks worker nodes (for C(summary)).
+    type: str
+    default: worker_node
+  temp_dir:
+    description: Ray's temp dir on the head (holds C(ray_current_cluster)).
+    type: path
+    default: /tmp/ray
+author: MVP project
+"""
+
+EXAMPLES = r"""
+- name: Head | Start the Ray head (control plane only) unless it answers
+  mvp_ray_head:
+    ray: /opt/mvp/venv/bin/ray
+    gcs_port: 6379
+    dashboard_port: 8265
+  register: head
+"""
+
+RETURN = r"""
+started:
+  description: True when this call ran C(ray start --head).
+  type: bool
+  returned: always
+nodes:
+  description: The node table after the call (see ray_cluster_info).
+  type: list
+  elements: dict
+  returned: always
+summary:
+  description: ALIVE nodes (head, alive_workers, worker_ips, total_gpus), as ray_cluster_info returns it.
+  type: dict
+  returned: always
+start_output:
+  description: Standard output and error of C(ray start) when it ran.
+  type: str
+  returned: when started
+"""
+
+import os
+import socket
+import subprocess
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.mvp_ray import import_ray, list_nodes, summarize
+
+
+def port_owner(port):
+    """Return the command name of the process listening on TCP ``port`` (or ``an unknown process``).
+
+    Reads ``/proc/net/tcp`` and ``/proc/net/tcp6`` (proc(5): local address as hex ip:port,
+    state 0A = LISTEN, inode in column 10), then the ``socket:[inode]`` links under ``/proc/*/fd``.
+    """
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add("socket:[%s]" % cols[9])
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir("/proc/%s/fd" % pid)
+            if any(os.readlink("/proc/%s/fd/%s" % (pid, fd)) in inodes for fd in fds):
+                with open("/proc/%s/comm" % pid, encoding="utf-8") as handle:
+                    return "%s (pid %s)" % (handle.read().strip(), pid)
+        except OSError:
+            continue
+    return "an unknown process"
+
+
+def port_taken(port):
+    """Return True when TCP ``port`` cannot be bound on all addresses (something listens there)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind(("0.0.0.0", port))
+    except OSError:
+        return True
+    finally:
+        sock.close()
+    return False
+
+
+def current_gcs_port(temp_dir):
+    """Return the GCS port written by ``ray start`` in ``<temp_dir>/ray_current_cluster`` (``ip:port``), or None."""
+    try:
+        with open(os.path.join(temp_dir, "ray_current_cluster"), encoding="utf-8") as handle:
+            return int(handle.read().strip().rsplit(":", 1)[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def read_nodes(state, address, timeout=5):
+    """Return (nodes, error text) from the state API; nodes is [] when the dashboard does not answer."""
+    try:
+        return list_nodes(state, address, timeout), ""
+    except Exception as exc:  # Ray raises several types for an unreachable dashboard
+        return [], str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def main():
+    """Module entry point."""
+    module = AnsibleModule(
+        argument_spec=dict(
+            ray=dict(type="path", required=True),
+            gcs_port=dict(type="int", default=6379),
+            dashboard_port=dict(type="int", default=8265),
+            dashboard_host=dict(type="str", default="0.0.0.0"),
+            extra_args=dict(type="list", elements="str", default=[]),
+            ready_timeout=dict(type="int", default=120),
+            resource=dict(type="str", default="worker_node"),
+            temp_dir=dict(type="path", default="/tmp/ray"),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    _, state = import_ray(module)
+    address = "http://127.0.0.1:%d" % params["dashboard_port"]
+    nodes, error = read_nodes(state, address)
+    summary = summarize(nodes, params["resource"])
+    if summary["head"] is not None:
+        running = current_gcs_port(params["temp_dir"])
+        if running is not None and running != params["gcs_port"]:
+            module.fail_json(msg="The Ray head already runs with its GCS on port %d, but mvp_ray_gcs_port is %d. "
+                             "Set mvp_ray_gcs_port=%d, or run down.yml (stops Ray) and re-run site.yml."
+                             % (running, params["gcs_port"], running), nodes=nodes, summary=summary)
+        module.exit_json(changed=False, started=False, nodes=nodes, summary=summary)
+
+    for port, var in ((params["gcs_port"], "mvp_ray_gcs_port"), (params["dashboard_port"], "mvp_ray_dashboard_port")):
+        if port_taken(port):
+            module.fail_json(msg="Port %d (%s) is already taken on the head by %s, and no Ray head answers at %s "
+                             "(%s). Free the port (stop that process, or `ray stop` for a Ray without its dashboard) "
+                             "or set %s to a free port." % (port, var, port_owner(port), address, error, var))
+    if module.check_mode:
+        module.exit_json(changed=True, started=False, nodes=nodes, summary=summary)
+
+    argv = [params["ray"], "start", "--head", "--num-cpus=0", "--num-gpus=0", "--port=%d" % params["gcs_port"],
+            "--dashboard-host=%s" % params["dashboard_host"], "--dashboard-port=%d" % params["dashboard_port"],
+            "--disable-usage-stats"] + params["extra_args"]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    output = (proc.stdout + proc.stderr).strip()
+    if proc.returncode:
+        module.fail_json(msg="`%s` failed with rc=%d: %s" % (" ".join(argv), proc.returncode, output[-2000:]),
+                         start_output=output)
+    deadline = time.time() + params["ready_timeout"]
+    while True:
+        nodes, error = read_nodes(state, address)
+        summary = summarize(nodes, params["resource"])
+        if summary["head"] is not None:
+            break
+        if time.time() > deadline:
+            module.fail_json(msg="Waited %ds (mvp_ray_ready_timeout) for the Ray head's dashboard at %s to list the "
+                             "head ALIVE after `ray start --head`: %s. Check %s/session_latest/logs on the head."
+                             % (params["ready_timeout"], address, error or "no head node", params["temp_dir"]),
+                             start_output=output, nodes=nodes)
+        time.sleep(1)
+    module.exit_json(changed=True, started=True, nodes=nodes, summary=summary, start_output=output)
+
+
+if __name__ == "__main__":
+    main()

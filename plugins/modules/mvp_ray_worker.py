@@ -1,0 +1,220 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: make sure a Ray worker's raylet has joined the current head, in one call."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: mvp_ray_worker
+short_description: Start Ray on a worker unless its raylet already belongs to the current head
+description:
+  - Finds the running raylet by scanning C(/proc/*/cmdline) and decides that the
+    worker has joined when all hold - the raylet was started with
+    C(--gcs-address=<gcs_address>); its C(--node-ip-address) is among I(alive_ips)
+    (the nodes the head lists ALIVE - a restarted head forgets its old workers); the
+    fingerprint in C(<temp_dir>/mvp_secret.sha256) is the sha256 of I(secret).
+  - When it has joined, changes nothing. Otherwise stops a raylet that runs
+    (C(ray stop --force)), writes the fingerprint and runs C(ray start
+    --address=<gcs_address> --resources=<resources> --num-gpus=<num_gpus> ...) with
+    I(secret) exported as I(secret_env) in the environment of C(ray start) only (so the
+    raylet, the job supervisors and the drivers inherit it; it never reaches a command
+    line, a file or the result).
+  - The environment of the task reaches C(ray start) (e.g. C(RAY_AUTH_MODE)).
+  - Check mode reports C(changed) and C(reason) without stopping or starting anything.
+options:
+  ray:
+    description: Path of the C(ray) CLI on the worker.
+    type: path
+    required: true
+  gcs_address:
+    description: The head's GCS address C(<ip>:<port>).
+    type: str
+    required: true
+  alive_ips:
+    description: IPs of the worker nodes the head lists ALIVE (from mvp_ray_head).
+    type: list
+    elements: str
+    default: []
+  resources:
+    description: Custom resources of the worker (C(ray start --resources), as JSON).
+    type: dict
+    default: {}
+  num_gpus:
+    description: GPUs the worker offers.
+    type: int
+    default: 0
+  num_cpus:
+    description: CPUs the worker offers; empty lets Ray detect them.
+    type: str
+    default: ""
+  extra_args:
+    description: Extra C(ray start) arguments.
+    type: list
+    elements: str
+    default: []
+  temp_dir:
+    description: Ray's temp dir on the worker (holds the secret's fingerprint).
+    type: path
+    default: /tmp/ray
+  secret:
+    description: Secret given to the raylet's environment (empty - none).
+    type: str
+    default: ""
+  secret_env:
+    description: Name of the environment variable that carries I(secret).
+    type: str
+    default: MVP_INTERNAL_TOKEN
+author: MVP project
+"""
+
+EXAMPLES = r"""
+- name: Worker | Start Ray and join the head unless already joined
+  mvp_ray_worker:
+    ray: /opt/mvp/venv/bin/ray
+    gcs_address: 172.18.0.2:6379
+    alive_ips: [172.18.0.3]
+    resources: {worker_node: 100}
+    secret: "{{ mvp_internal_token }}"
+"""
+
+RETURN = r"""
+reason:
+  description: Why Ray was (or would be) started, or C(joined) when nothing changed.
+  type: str
+  returned: always
+  sample: raylet belongs to 172.18.0.9:6379, not 172.18.0.2:6379
+node_ip:
+  description: Node IP of the running raylet before the call (empty when none ran).
+  type: str
+  returned: always
+start_output:
+  description: Standard output and error of C(ray start) when it ran.
+  type: str
+  returned: when Ray was started
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def find_raylet(proc_root="/proc"):
+    """Return the argv (list of str) of the first process whose executable is named ``raylet``, or None."""
+    for pid in filter(str.isdigit, os.listdir(proc_root)):
+        try:
+            with open(os.path.join(proc_root, pid, "cmdline"), "rb") as handle:
+                argv = [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
+        except OSError:
+            continue
+        if argv and os.path.basename(argv[0]) == "raylet":
+            return argv
+    return None
+
+
+def flag(argv, name):
+    """Return the value of ``--name=value`` (or ``--name value``) in ``argv``, or ''.
+
+    Dashes and underscores in ``name`` are interchangeable: the raylet takes
+    ``--node_ip_address`` while ``ray start`` passes ``--gcs-address``.
+    """
+    names = {name, "--" + name[2:].replace("-", "_"), "--" + name[2:].replace("_", "-")}
+    for i, arg in enumerate(argv):
+        key, sep, value = arg.partition("=")
+        if key in names and sep:
+            return value
+        if arg in names and i + 1 < len(argv):
+            return argv[i + 1]
+    return ""
+
+
+def fingerprint(secret):
+    """Return the sha256 hex digest of ``secret``, or '' for an empty secret (format of mvp_secret.sha256)."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest() if secret else ""
+
+
+def decide(raylet_argv, gcs_address, alive_ips, seen_fingerprint, wanted_fingerprint):
+    """Return (joined, reason) for a worker.
+
+    :param raylet_argv: list of str or None, the raylet's command line.
+    :param gcs_address: str, ``ip:port`` of the head's GCS.
+    :param alive_ips: list of str, worker IPs the head lists ALIVE.
+    :param seen_fingerprint: str, content of mvp_secret.sha256 ('' when missing).
+    :param wanted_fingerprint: str, fingerprint of the current secret.
+    """
+    if not raylet_argv:
+        return False, "no raylet runs"
+    gcs = flag(raylet_argv, "--gcs-address")
+    if gcs != gcs_address:
+        return False, "raylet belongs to %s, not %s" % (gcs or "an unknown head", gcs_address)
+    node_ip = flag(raylet_argv, "--node-ip-address")
+    if node_ip not in alive_ips:
+        return False, "the head does not list %s ALIVE (it restarted or lost this worker)" % (node_ip or "this node")
+    if seen_fingerprint != wanted_fingerprint:
+        return False, "the raylet holds another secret (%s changed)" % "the internal token"
+    return True, "joined"
+
+
+def main():
+    """Module entry point."""
+    module = AnsibleModule(
+        argument_spec=dict(
+            ray=dict(type="path", required=True),
+            gcs_address=dict(type="str", required=True),
+            alive_ips=dict(type="list", elements="str", default=[]),
+            resources=dict(type="dict", default={}),
+            num_gpus=dict(type="int", default=0),
+            num_cpus=dict(type="str", default=""),
+            extra_args=dict(type="list", elements="str", default=[]),
+            temp_dir=dict(type="path", default="/tmp/ray"),
+            secret=dict(type="str", default="", no_log=True),
+            secret_env=dict(type="str", default="MVP_INTERNAL_TOKEN"),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    raylet = find_raylet()
+    marker = os.path.join(params["temp_dir"], "mvp_secret.sha256")
+    try:
+        with open(marker, encoding="ascii") as handle:
+            seen = handle.read().strip()
+    except OSError:
+        seen = ""
+    wanted = fingerprint(params["secret"])
+    joined, reason = decide(raylet, params["gcs_address"], params["alive_ips"], seen, wanted)
+    node_ip = flag(raylet, "--node-ip-address") if raylet else ""
+    if joined or module.check_mode:
+        module.exit_json(changed=not joined, reason=reason, node_ip=node_ip)
+
+    if raylet:
+        stop = subprocess.run([params["ray"], "stop", "--force"], capture_output=True, text=True, check=False)
+        if stop.returncode:
+            module.fail_json(msg="`ray stop --force` failed (rc=%d): %s" % (stop.returncode, stop.stderr[-1000:]),
+                             reason=reason, node_ip=node_ip)
+    os.makedirs(params["temp_dir"], exist_ok=True)
+    with open(marker, "w", encoding="ascii") as handle:
+        handle.write(wanted)
+    env = dict(os.environ)
+    env.pop(params["secret_env"], None)
+    if params["secret"]:
+        env[params["secret_env"]] = params["secret"]
+    argv = [params["ray"], "start", "--address=%s" % params["gcs_address"],
+            "--resources=%s" % json.dumps(params["resources"], sort_keys=True),
+            "--num-gpus=%d" % params["num_gpus"], "--disable-usage-stats"]
+    if params["num_cpus"]:
+        argv.append("--num-cpus=%s" % params["num_cpus"])
+    argv += params["extra_args"]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    output = (proc.stdout + proc.stderr).strip()
+    if proc.returncode:
+        module.fail_json(msg="`%s` failed with rc=%d (%s): %s" % (" ".join(argv), proc.returncode, reason,
+                                                                   output[-2000:]),
+                         reason=reason, node_ip=node_ip, start_output=output)
+    module.exit_json(changed=True, reason=reason, node_ip=node_ip, start_output=output)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: create the folders of the shared tree in one call."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: mvp_shared_tree
+short_description: Create missing folders under the shared storage root, in one call
+description:
+  - Creates every folder of I(dirs) under I(root) that does not exist yet (with
+    parents), with mode I(mode). Existing folders are left exactly as they are
+    (mode and contents untouched), so re-runs change nothing.
+  - Replaces a loop of C(ansible.builtin.file) tasks, each of which costs a round
+    trip to the node.
+  - Fails when I(root) is missing, or when a path exists but is not a folder.
+  - Supports check mode (reports what would be created).
+options:
+  root:
+    description: Shared storage root (mvp_shared_root); must exist.
+    type: path
+    required: true
+  dirs:
+    description: Folders relative to I(root), e.g. C(jobs) or C(common/code).
+    type: list
+    elements: str
+    required: true
+  mode:
+    description: Octal mode of the folders created (string such as C("0775")).
+    type: str
+    default: "0775"
+author: MVP project
+"""
+
+EXAMPLES = r"""
+- name: Shared | Create the shared tree
+  mvp_shared_tree:
+    root: /private
+    dirs: [datasets, hf, jobs, outputs, ray, common/models, common/datasets, common/code, user/code]
+"""
+
+RETURN = r"""
+created:
+  description: Absolute paths created by this call (empty on a re-run).
+  type: list
+  elements: str
+  returned: always
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def plan(root, dirs):
+    """Return (missing, not_folders): absolute paths of ``dirs`` under ``root`` to create, and those in the way.
+
+    :param root: str, existing folder.
+    :param dirs: list of str, relative paths; ``..`` components are refused with ValueError.
+    :raises ValueError: for an absolute path or one that leaves ``root``.
+    """
+    missing, in_the_way = [], []
+    for rel in dirs:
+        if os.path.isabs(rel) or ".." in rel.split("/"):
+            raise ValueError("%r is not a folder relative to %s" % (rel, root))
+        path = os.path.join(root, rel)
+        if os.path.isdir(path):
+            continue
+        (in_the_way if os.path.lexists(path) else missing).append(path)
+    return missing, in_the_way
+
+
+def main():
+    """Module entry point."""
+    module = AnsibleModule(
+        argument_spec=dict(
+            root=dict(type="path", required=True),
+            dirs=dict(type="list", elements="str", required=True),
+            mode=dict(type="str", default="0775"),
+        ),
+        supports_check_mode=True,
+    )
+    root = module.params["root"]
+    if not os.path.isdir(root):
+        module.fail_json(msg="%s (mvp_shared_root) is not a folder: mount the shared storage there." % root)
+    try:
+        mode = int(module.params["mode"], 8)
+        missing, in_the_way = plan(root, module.params["dirs"])
+    except ValueError as exc:
+        module.fail_json(msg="Bad mvp_shared_dirs entry or mode: %s" % exc)
+    if in_the_way:
+        module.fail_json(msg="Not folders, refusing to replace them: %s. Move them away and re-run."
+                         % ", ".join(in_the_way))
+    if not module.check_mode:
+        for path in missing:
+            os.makedirs(path, exist_ok=True)
+            os.chmod(path, mode)
+    module.exit_json(changed=bool(missing), created=missing)
+
+
+if __name__ == "__main__":
+    main()

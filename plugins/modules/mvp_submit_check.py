@@ -1,0 +1,119 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: read, in one call on the head, what a submission must be checked against."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: mvp_submit_check
+short_description: Look at a job's inputs on the shared storage and at the Ray cluster, in one call
+description:
+  - Reports which of I(paths) do not exist on the node, whether the job directory
+    exists, whether Ray already has a job with I(submission_id)
+    (C(JobSubmissionClient.get_job_info)) and the ALIVE nodes
+    (C(ray.util.state.list_nodes)), so the submit_job role can fail with messages
+    naming the variable to fix before it writes anything.
+  - Read-only; never fails on what it finds (only when the Jobs/State API cannot be
+    reached, with the address in the message). Supports check mode.
+options:
+  submission_id:
+    description: The submission id to look up in Ray's job table.
+    type: str
+    required: true
+  job_dir:
+    description: The job directory that must not exist yet.
+    type: path
+    required: true
+  paths:
+    description: Mapping of a name (e.g. C(code_marker), C(model)) -> a path that must exist. Empty values are skipped.
+    type: dict
+    default: {}
+  address:
+    description: Dashboard URL (Jobs and State API).
+    type: str
+    default: http://127.0.0.1:8265
+  resource:
+    description: Custom resource that marks worker nodes (counted in C(summary)).
+    type: str
+    default: worker_node
+author: MVP project
+"""
+
+EXAMPLES = r"""
+- name: Validate | Look at the inputs and the cluster
+  mvp_submit_check:
+    submission_id: selftest-20261122-120000-1a2b3c
+    job_dir: /private/jobs/selftest-20261122-120000-1a2b3c
+    paths:
+      code_marker: /private/common/code/verl/verl-0.9.1/mvp_marker.py
+      train_files: /private/datasets/gsm8k/train.parquet
+  register: check
+"""
+
+RETURN = r"""
+missing:
+  description: The entries of I(paths) that do not exist (name -> path).
+  type: dict
+  returned: always
+job_dir_exists:
+  description: True when I(job_dir) exists (file, folder or link).
+  type: bool
+  returned: always
+existing_job:
+  description: Status of the Ray job with this submission id (e.g. C(SUCCEEDED)), or null when Ray has none.
+  type: str
+  returned: always
+summary:
+  description: ALIVE nodes - head, alive_workers, worker_ips, total_gpus (as ray_cluster_info returns it).
+  type: dict
+  returned: always
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.mvp_ray import import_ray, list_nodes, summarize
+
+
+def missing_paths(paths):
+    """Return {name: path} for the non-empty paths of ``paths`` that do not exist."""
+    return {name: path for name, path in sorted(paths.items()) if path and not os.path.lexists(str(path))}
+
+
+def main():
+    """Module entry point."""
+    module = AnsibleModule(
+        argument_spec=dict(
+            submission_id=dict(type="str", required=True),
+            job_dir=dict(type="path", required=True),
+            paths=dict(type="dict", default={}),
+            address=dict(type="str", default="http://127.0.0.1:8265"),
+            resource=dict(type="str", default="worker_node"),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    result = dict(changed=False, missing=missing_paths(params["paths"]),
+                  job_dir_exists=os.path.lexists(params["job_dir"]))
+    client_cls, state = import_ray(module)
+    address = params["address"]
+    try:
+        nodes = list_nodes(state, address, timeout=10)
+    except Exception as exc:  # Ray raises several types for an unreachable dashboard
+        module.fail_json(msg="Cannot list Ray nodes at %s: %s. Is the cluster up (site.yml)?" % (address, exc),
+                         **result)
+    result["summary"] = summarize(nodes, params["resource"])
+    try:
+        details = client_cls(address).get_job_info(params["submission_id"])
+        result["existing_job"] = str(details.status).split(".")[-1]
+    except RuntimeError as exc:
+        if "does not exist" not in str(exc) and "404" not in str(exc):
+            module.fail_json(msg="Cannot read Ray job %s at %s: %s" % (params["submission_id"], address, exc),
+                             **result)
+        result["existing_job"] = None
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,535 @@
+#!/usr/bin/env python3
+"""Fault suite: kill and restart nodes, submit concurrently, tear down and bring up again.
+
+Runs real ``ansible-playbook`` and ``docker`` commands against a running cluster
+(the local inventory's, or a molecule scenario's) and checks, for each case,
+what the playbooks did: the PLAY RECAP of the healing ``site.yml`` (which hosts
+changed), Ray's node table read on the head (every worker ALIVE, which node ids
+are new), the containers' start times, and the files under the shared folder on
+the docker host. Prints a table (case, expected, observed, result) and exits 1
+when any case fails, with the tail of the failed case's playbook output on
+stderr.
+
+The cases kill, restart and remove the inventory's node containers: point it
+only at a cluster made for that (``inventories/local`` or ``molecule/faults``).
+
+Usage:
+    python tests/reliability/faults.py --inventory inventories/local \\
+        --host-shared /srv/mvp/private [--only CASE ...]
+"""
+import argparse
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ENV = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+# Hard limit of one playbook run (a hang fails the case instead of the suite).
+PLAYBOOK_TIMEOUT = 900
+# Hard limit of collect.yml -e wait=true for a job whose driver node was killed.
+COLLECT_TIMEOUT = 300
+# Ray job states that are not final.
+ACTIVE_JOB_STATES = ("PENDING", "RUNNING")
+# Ray's temp/session folders, should a cluster keep them on the shared storage.
+SESSION_DIR = re.compile(r"^session_")
+DEBUG_KINDS = ("ray_status", "ray_job_list", "ray_list_nodes", "ray_list_actors")
+
+# Runs on the head with the Ray venv: its node table and job table as JSON.
+HEAD_STATE_PY = r"""
+import json, os, sys
+token = sys.argv[2]
+if os.path.isfile(token) and os.path.getsize(token) > 0:
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    os.environ.setdefault("RAY_AUTH_TOKEN_PATH", token)
+from ray.util.state import list_nodes
+from ray.job_submission import JobSubmissionClient
+address = sys.argv[1]
+nodes = [{"node_id": n.node_id, "node_ip": n.node_ip, "state": str(getattr(n.state, "value", n.state)),
+          "is_head_node": bool(n.is_head_node)} for n in list_nodes(address=address, limit=10000)]
+jobs = [{"submission_id": j.submission_id, "status": str(getattr(j.status, "value", j.status))}
+        for j in JobSubmissionClient(address).list_jobs()]
+print(json.dumps({"nodes": nodes, "jobs": jobs}))
+"""
+
+
+class CaseFailed(Exception):
+    """A precondition or step of a case failed; the message says which."""
+
+
+class Cluster:
+    """The inventory's topology and what docker and the Ray head say about it."""
+
+    def __init__(self, inventory, host_shared):
+        self.inventory = inventory
+        self.host_shared = host_shared
+        proc = subprocess.run(["ansible-inventory", "-i", inventory, "--list"], capture_output=True,
+                              text=True, cwd=ROOT, env=ENV, check=True)
+        data = json.loads(proc.stdout)
+        hostvars = data.get("_meta", {}).get("hostvars", {})
+
+        def hosts(group):
+            return sorted(data.get(group, {}).get("hosts", []))
+
+        self.head = hosts("ray_head")[0]
+        self.workers = hosts("ray_workers")
+        self.docker_hosts = hosts("docker_hosts")
+        self.nodes = [self.head] + self.workers
+        self.container = {h: hostvars.get(h, {}).get("mvp_container_name") or h for h in self.nodes}
+        head_vars = hostvars.get(self.head, {})
+        self.python = head_vars.get("mvp_ray_python", "/opt/mvp/venv/bin/python")
+        self.address = "http://127.0.0.1:%s" % head_vars.get("mvp_ray_dashboard_port", 8265)
+        temp_dir = head_vars.get("mvp_ray_temp_dir", "/tmp/ray")
+        self.token_path = temp_dir.rstrip("/") + "/mvp_auth_token"
+
+    # --- docker -----------------------------------------------------------
+    def inspect(self, host):
+        """Return docker inspect's record of a node's container, or None when it does not exist."""
+        proc = subprocess.run(["docker", "inspect", self.container[host]], capture_output=True, text=True)
+        return json.loads(proc.stdout)[0] if proc.returncode == 0 else None
+
+    def ip(self, host):
+        """The container's IPs on its networks (a set; empty when it is not running)."""
+        info = self.inspect(host)
+        if not info or not info["State"]["Running"]:
+            return set()
+        return {n["IPAddress"] for n in info["NetworkSettings"]["Networks"].values() if n.get("IPAddress")}
+
+    def started_at(self, host):
+        """When the container last started (docker's State.StartedAt), or None."""
+        info = self.inspect(host)
+        return info["State"]["StartedAt"] if info else None
+
+    def docker(self, *args):
+        """Run a docker command on a node's container; raise CaseFailed when it fails."""
+        proc = subprocess.run(["docker"] + list(args), capture_output=True, text=True, timeout=180)
+        if proc.returncode:
+            raise CaseFailed("docker %s: %s" % (" ".join(args), proc.stderr.strip()))
+        return proc.stdout
+
+    # --- Ray, read on the head ----------------------------------------------
+    def head_state(self):
+        """Ray's node and job tables read on the head, or None when the head does not answer."""
+        proc = subprocess.run(["docker", "exec", self.container[self.head], self.python, "-c", HEAD_STATE_PY,
+                               self.address, self.token_path], capture_output=True, text=True, timeout=120)
+        if proc.returncode:
+            return None
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    def alive(self):
+        """{'head': head node or None, 'workers': {host: ALIVE node or None}, 'extra': other ALIVE workers}."""
+        state = self.head_state()
+        if state is None:
+            return None
+        alive = [n for n in state["nodes"] if n["state"] == "ALIVE"]
+        heads = [n for n in alive if n["is_head_node"]]
+        head_ips = self.ip(self.head)
+        result = {"head": next((n for n in heads if n["node_ip"] in head_ips), None), "workers": {}}
+        for host in self.workers:
+            ips = self.ip(host)
+            result["workers"][host] = next((n for n in alive if not n["is_head_node"] and n["node_ip"] in ips), None)
+        known = {n["node_id"] for n in result["workers"].values() if n}
+        result["extra"] = [n for n in alive if not n["is_head_node"] and n["node_id"] not in known]
+        return result
+
+    def healthy(self):
+        """True when every container runs, the head answers and lists every worker ALIVE."""
+        view = self.alive()
+        return bool(view and view["head"] and all(view["workers"].values()))
+
+    def active_jobs(self):
+        """Submission ids of jobs Ray has PENDING or RUNNING (None when the head does not answer)."""
+        state = self.head_state()
+        if state is None:
+            return None
+        return [j["submission_id"] for j in state["jobs"] if j["status"] in ACTIVE_JOB_STATES]
+
+    def job_status(self, submission_id):
+        """Ray's status of one job, or None."""
+        state = self.head_state() or {"jobs": []}
+        return next((j["status"] for j in state["jobs"] if j["submission_id"] == submission_id), None)
+
+
+class Playbook:
+    """One finished ansible-playbook run."""
+
+    def __init__(self, argv, rc, output, seconds, timed_out=False):
+        self.argv, self.rc, self.output, self.seconds, self.timed_out = argv, rc, output, seconds, timed_out
+
+    @property
+    def text(self):
+        """The output with whitespace runs collapsed (Ansible wraps long lines)."""
+        return " ".join(self.output.split())
+
+    def recap(self):
+        """{host: {'ok': n, 'changed': n, 'unreachable': n, 'failed': n}} from the PLAY RECAP."""
+        rows = {}
+        part = self.text.rsplit("PLAY RECAP", 1)
+        if len(part) < 2:
+            return rows
+        for match in re.finditer(r"(\S+) : ok=(\d+) changed=(\d+) unreachable=(\d+) failed=(\d+)", part[1]):
+            rows[match.group(1)] = dict(zip(("ok", "changed", "unreachable", "failed"), map(int, match.group(2, 3, 4, 5))))
+        return rows
+
+    def changed(self, host):
+        """changed= of a host in the RECAP (None when the host is not in it)."""
+        return self.recap().get(host, {}).get("changed")
+
+
+def start_playbook(cluster, playbook, extra=()):
+    """Start ansible-playbook in the background; return (argv, Popen)."""
+    argv = ["ansible-playbook", "-i", cluster.inventory, os.path.join(ROOT, playbook)] + list(extra)
+    return argv, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  cwd=ROOT, env=ENV, start_new_session=True)
+
+
+def finish_playbook(argv, proc, started, timeout):
+    """Wait for a started playbook; kill its process group at the timeout."""
+    try:
+        output, _ = proc.communicate(timeout=max(1, timeout - (time.time() - started)))
+        return Playbook(argv, proc.returncode, output, time.time() - started)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        output, _ = proc.communicate()
+        return Playbook(argv, None, output, time.time() - started, timed_out=True)
+
+
+def run_playbook(cluster, playbook, extra=(), timeout=PLAYBOOK_TIMEOUT):
+    """Run one playbook to its end (or its timeout) and return the Playbook."""
+    started = time.time()
+    argv, proc = start_playbook(cluster, playbook, extra)
+    return finish_playbook(argv, proc, started, timeout)
+
+
+def listing(folder, hashes=False):
+    """{relative path: (size, mtime_ns[, sha256])} of everything under ``folder`` (Ray session folders left out)."""
+    state = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = [d for d in dirnames if not SESSION_DIR.match(d)]
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            try:
+                info = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            entry = (info.st_size, info.st_mtime_ns)
+            if hashes and name in filenames and os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as handle:
+                    entry += (hashlib.sha256(handle.read()).hexdigest(),)
+            state[os.path.relpath(path, folder)] = entry
+    return state
+
+
+def differences(before, after):
+    """Sorted relative paths added, removed or modified between two listings."""
+    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+
+
+def job_dirs(cluster):
+    """Names of the job directories under <host shared>/jobs."""
+    jobs = os.path.join(cluster.host_shared, "jobs")
+    return sorted(d for d in os.listdir(jobs) if os.path.isdir(os.path.join(jobs, d))) if os.path.isdir(jobs) else []
+
+
+class Case:
+    """What one case saw: notes for the observed column, problems that fail it, and the outputs."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.notes, self.problems, self.runs = [], [], []
+
+    def note(self, text):
+        self.notes.append(text)
+
+    def check(self, condition, problem):
+        """Record ``problem`` when ``condition`` is false; return the condition."""
+        if not condition:
+            self.problems.append(problem)
+        return bool(condition)
+
+    def play(self, playbook, extra=(), timeout=PLAYBOOK_TIMEOUT, label=None):
+        """Run a playbook, keep its output for the failure dump, and note its rc and time."""
+        run = run_playbook(self.cluster, playbook, extra, timeout)
+        self.keep(run, label or playbook)
+        return run
+
+    def keep(self, run, label):
+        run.label = label
+        self.runs.append(run)
+        self.note("%s rc=%s %.0fs" % (label, "TIMEOUT" if run.timed_out else run.rc, run.seconds))
+
+    def ensure_cluster(self):
+        """Start from a full cluster: heal with site.yml when a node is missing (a setup step)."""
+        if self.cluster.healthy():
+            return
+        run = self.play("site.yml", label="setup site.yml")
+        if run.rc != 0 or not self.cluster.healthy():
+            raise CaseFailed("setup: the cluster is not whole (rc=%s) and site.yml did not heal it" % run.rc)
+
+    def wait_jobs_idle(self, timeout=300):
+        """Wait until Ray has no PENDING or RUNNING job (a setup step)."""
+        deadline = time.time() + timeout
+        while True:
+            active = self.cluster.active_jobs()
+            if active == []:
+                return
+            if time.time() > deadline:
+                raise CaseFailed("setup: jobs still active after %ds: %s" % (timeout, active))
+            time.sleep(3)
+
+    def all_workers_alive(self, what):
+        """Check that the head lists every worker ALIVE; return the view."""
+        view = self.cluster.alive()
+        if not self.check(view is not None, "%s: the head does not answer" % what):
+            return None
+        missing = [h for h, n in view["workers"].items() if n is None]
+        self.check(view["head"] is not None, "%s: the head node is not ALIVE" % what)
+        self.check(not missing, "%s: not ALIVE on the head: %s" % (what, ", ".join(missing)))
+        if view["head"] and not missing:
+            self.note("%s: head + %d workers ALIVE" % (what, len(view["workers"])))
+        return view
+
+
+# --- the cases -------------------------------------------------------------
+
+def case_killed_worker(case):
+    """docker kill one worker; site.yml recreates only it and it rejoins."""
+    cluster = case.cluster
+    case.ensure_cluster()
+    victim = cluster.workers[0]
+    before = cluster.alive()
+    starts = {h: cluster.started_at(h) for h in cluster.nodes}
+    cluster.docker("kill", cluster.container[victim])
+    run = case.play("site.yml")
+    case.check(run.rc == 0, "site.yml rc=%s" % run.rc)
+    recap = run.recap()
+    changed = {h: recap.get(h, {}).get("changed") for h in cluster.docker_hosts + cluster.nodes}
+    case.note("changed: " + " ".join("%s=%s" % kv for kv in sorted(changed.items())))
+    case.check((changed[victim] or 0) > 0, "%s (killed) changed=%s, expected > 0" % (victim, changed[victim]))
+    for host in cluster.nodes:
+        if host != victim:
+            case.check(changed[host] == 0, "%s changed=%s, expected 0" % (host, changed[host]))
+    # The docker host only starts the killed container again: one change.
+    for host in cluster.docker_hosts:
+        case.check(changed[host] == 1, "%s changed=%s, expected 1 (the container start)" % (host, changed[host]))
+    for host in cluster.nodes:
+        restarted = cluster.started_at(host) != starts[host]
+        case.check(restarted == (host == victim), "%s container %s" % (host, "restarted" if restarted else "not restarted"))
+    view = case.all_workers_alive("after site.yml")
+    if view and before:
+        new = view["workers"].get(victim)
+        case.check(new is None or new["node_id"] != before["workers"][victim]["node_id"],
+                   "%s still has its old Ray node id" % victim)
+        for host in cluster.nodes:
+            if host == victim:
+                continue
+            old = before["head"] if host == cluster.head else before["workers"][host]
+            now = view["head"] if host == cluster.head else view["workers"][host]
+            case.check(now is not None and now["node_id"] == old["node_id"],
+                       "%s got a new Ray node id (restarted)" % host)
+        case.note("only %s has a new node id" % victim)
+
+
+def case_concurrent_submits(case):
+    """Two submit.yml started at the same moment get two ids and two job directories."""
+    cluster = case.cluster
+    case.ensure_cluster()
+    dirs_before = set(job_dirs(cluster))
+    extra = ["-e", "workload=selftest", "-e", "wait=false"]
+    started = time.time()
+    first = start_playbook(cluster, "submit.yml", extra)
+    second = start_playbook(cluster, "submit.yml", extra)
+    runs = [finish_playbook(argv, proc, started, PLAYBOOK_TIMEOUT) for argv, proc in (first, second)]
+    ids = []
+    for number, run in enumerate(runs, 1):
+        case.keep(run, "submit.yml #%d" % number)
+        case.check(run.rc == 0, "submit.yml #%d rc=%s" % (number, run.rc))
+        found = re.findall(r"submission_id: (\S+?)\s+workload: selftest", run.text)
+        case.check(len(set(found)) == 1, "submit.yml #%d names %s submission ids" % (number, sorted(set(found)) or "no"))
+        ids.append(found[0] if found else None)
+    case.check(None not in ids and ids[0] != ids[1], "submission ids %s are not two different ones" % ids)
+    new_dirs = sorted(set(job_dirs(cluster)) - dirs_before)
+    case.note("ids %s" % ", ".join(map(str, ids)))
+    case.check(new_dirs == sorted(i for i in ids if i), "new job directories %s, expected %s" % (new_dirs, ids))
+    for name in new_dirs:
+        spec_path = os.path.join(cluster.host_shared, "jobs", name, "config", "job_spec.json")
+        try:
+            with open(spec_path, encoding="utf-8") as handle:
+                spec_id = json.load(handle).get("submission_id")
+        except (OSError, ValueError) as exc:
+            spec_id = "unreadable (%s)" % exc
+        case.check(spec_id == name, "jobs/%s/config/job_spec.json has submission_id %s" % (name, spec_id))
+    if len(new_dirs) == 2:
+        case.note("2 job directories, job_spec.json ids match")
+
+
+def case_worker_killed_during_job(case):
+    """Kill the node a selftest's driver runs on; collect.yml still returns with a status and a bundle."""
+    cluster = case.cluster
+    case.ensure_cluster()
+    submission_id = "faults-kill-%s-%04x" % (time.strftime("%Y%m%d-%H%M%S", time.gmtime()), os.getpid() & 0xFFFF)
+    run = case.play("submit.yml", ["-e", "workload=selftest", "-e", "wait=false", "-e", "submission_id=" + submission_id,
+                                   "-e", '{"env_vars": {"MVP_SELFTEST_HOLD_SECONDS": "600"}}'])
+    if not case.check(run.rc == 0, "submit.yml rc=%s" % run.rc):
+        return
+    deadline = time.time() + 60
+    status = cluster.job_status(submission_id)
+    while status != "RUNNING" and time.time() < deadline:
+        time.sleep(2)
+        status = cluster.job_status(submission_id)
+    if not case.check(status == "RUNNING", "job %s is %s, not RUNNING" % (submission_id, status)):
+        return
+    job_dir = os.path.join(cluster.host_shared, "jobs", submission_id)
+    with open(os.path.join(job_dir, "debug", "placement.json"), encoding="utf-8") as handle:
+        driver_ip = json.load(handle)["driver_node_ip"]
+    victim = next((h for h in cluster.workers if driver_ip in cluster.ip(h)), None)
+    if not case.check(victim is not None, "driver IP %s is no worker container's" % driver_ip):
+        return
+    case.note("RUNNING, driver on %s" % victim)
+    cluster.docker("kill", cluster.container[victim])
+    run = case.play("collect.yml", ["-e", "submission_id=" + submission_id, "-e", "wait=true"],
+                    timeout=COLLECT_TIMEOUT, label="collect.yml wait=true")
+    case.check(not run.timed_out, "collect.yml still running after %ds (hang)" % COLLECT_TIMEOUT)
+    case.check(run.rc == 0, "collect.yml rc=%s" % run.rc)
+    status = re.search(r"job %s: (FAILED|SUCCEEDED)\b" % re.escape(submission_id), run.text)
+    case.check(status, "collect.yml output names no FAILED/SUCCEEDED status for %s" % submission_id)
+    if status:
+        case.note("collect says " + status.group(1))
+    debug = os.listdir(os.path.join(job_dir, "debug"))
+    kinds = [k for k in DEBUG_KINDS if any(re.match(r"^\d{8}T\d{6}Z-collect-%s\.txt$" % k, f) for f in debug)]
+    case.check(kinds == list(DEBUG_KINDS), "collect bundle in debug/ has %s of %s" % (kinds, list(DEBUG_KINDS)))
+    if kinds == list(DEBUG_KINDS):
+        case.note("collect bundle (%d files)" % len(kinds))
+    heal = case.play("site.yml", label="heal site.yml")
+    case.check(heal.rc == 0, "heal site.yml rc=%s" % heal.rc)
+    case.all_workers_alive("after heal")
+
+
+def case_restarted_head(case):
+    """docker restart the head; site.yml restarts the head and every worker; job dirs untouched."""
+    cluster = case.cluster
+    case.ensure_cluster()
+    if not job_dirs(cluster):  # something to keep: one finished job
+        run = case.play("submit.yml", ["-e", "workload=selftest"], label="setup submit.yml")
+        if run.rc != 0:
+            raise CaseFailed("setup: the selftest submitted to have a job directory failed (rc=%s)" % run.rc)
+    case.wait_jobs_idle()
+    jobs_folder = os.path.join(cluster.host_shared, "jobs")
+    jobs_before = listing(jobs_folder, hashes=True)
+    before = cluster.alive()
+    cluster.docker("restart", cluster.container[cluster.head])
+    run = case.play("site.yml")
+    case.check(run.rc == 0, "site.yml rc=%s" % run.rc)
+    recap = run.recap()
+    changed = {h: recap.get(h, {}).get("changed") for h in cluster.docker_hosts + cluster.nodes}
+    case.note("changed: " + " ".join("%s=%s" % kv for kv in sorted(changed.items())))
+    for host in cluster.nodes:
+        case.check((changed[host] or 0) > 0, "%s changed=%s, expected > 0 (restarted)" % (host, changed[host]))
+    view = case.all_workers_alive("after site.yml")
+    if view and before:
+        case.check(view["head"] is None or view["head"]["node_id"] != before["head"]["node_id"],
+                   "the head kept its Ray node id")
+        stale = [h for h in cluster.workers if view["workers"][h] and before["workers"][h]
+                 and view["workers"][h]["node_id"] == before["workers"][h]["node_id"]]
+        case.check(not stale, "workers with their old node id: %s" % stale)
+    jobs_after = listing(jobs_folder, hashes=True)
+    changes = differences(jobs_before, jobs_after)
+    case.check(not changes, "job directories changed: %s" % changes[:10])
+    if not changes:
+        case.note("%d job dirs, %d entries unchanged" % (len(job_dirs(cluster)), len(jobs_after)))
+
+
+def case_down_wrong_purge(case):
+    """down.yml with a purge confirmation naming another folder fails before deleting anything."""
+    cluster = case.cluster
+    case.ensure_cluster()
+    case.wait_jobs_idle()
+    before = listing(cluster.host_shared)
+    run = case.play("down.yml", ["-e", "mvp_down_purge_confirm=/wrong/path"])
+    case.check(run.rc not in (0, None), "down.yml rc=%s, expected a failure" % run.rc)
+    case.check("mvp_down_purge_confirm" in run.text, "the output does not name mvp_down_purge_confirm")
+    changes = differences(before, listing(cluster.host_shared))
+    case.check(not changes, "shared folder changed: %s" % changes[:10])
+    gone = [h for h in cluster.nodes if not cluster.ip(h)]
+    case.check(not gone, "node containers removed or stopped anyway: %s" % ", ".join(gone))
+    if not changes and not gone:
+        case.note("shared folder and containers untouched")
+
+
+def case_down_then_up(case):
+    """down.yml removes the nodes and keeps the shared folder; site.yml brings it all back."""
+    cluster = case.cluster
+    case.ensure_cluster()
+    case.wait_jobs_idle()
+    before = listing(cluster.host_shared)
+    run = case.play("down.yml")
+    case.check(run.rc == 0, "down.yml rc=%s" % run.rc)
+    left = [cluster.container[h] for h in cluster.nodes if cluster.inspect(h) is not None]
+    case.check(not left, "containers still there after down.yml: %s" % left)
+    changes = differences(before, listing(cluster.host_shared))
+    case.check(not changes, "shared folder changed by down.yml: %s" % changes[:10])
+    if not left and not changes:
+        case.note("containers gone, %d shared entries unchanged" % len(before))
+    run = case.play("site.yml")
+    case.check(run.rc == 0, "site.yml rc=%s" % run.rc)
+    case.all_workers_alive("after site.yml")
+    run = case.play("submit.yml", ["-e", "workload=selftest"], label="submit.yml selftest")
+    case.check(run.rc == 0, "selftest submit.yml rc=%s" % run.rc)
+    succeeded = re.search(r"job (\S+): SUCCEEDED\b", run.text)
+    case.check(succeeded, "the selftest did not report SUCCEEDED")
+    if succeeded:
+        case.note("selftest SUCCEEDED")
+
+
+CASES = [
+    ("killed worker heals", "site.yml: only that worker (and its container start) changes; all ALIVE",
+     case_killed_worker),
+    ("two simultaneous submits", "both rc 0, two ids, two job dirs matching job_spec.json", case_concurrent_submits),
+    ("worker killed during a selftest", "collect.yml returns < 300 s with a status and a collect bundle",
+     case_worker_killed_during_job),
+    ("restarted head", "site.yml restarts head and workers; all ALIVE; job dirs unchanged", case_restarted_head),
+    ("down with a wrong purge path", "fails naming mvp_down_purge_confirm; nothing deleted", case_down_wrong_purge),
+    ("down then bring-up", "containers gone, shared folder kept; site.yml; selftest SUCCEEDED", case_down_then_up),
+]
+
+
+def main():
+    """Run the table and print it; return the exit code."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inventory", default=os.path.join(ROOT, "inventories/local"))
+    parser.add_argument("--host-shared", default="/srv/mvp/private",
+                        help="the shared folder as seen on the docker host")
+    parser.add_argument("--only", nargs="*", choices=[c[0] for c in CASES], metavar="CASE",
+                        help="run only these case names: %s" % "; ".join(c[0] for c in CASES))
+    args = parser.parse_args()
+    cluster = Cluster(args.inventory, args.host_shared)
+    rows, failures = [], 0
+    for name, expected, function in CASES:
+        if args.only and name not in args.only:
+            continue
+        case, started = Case(cluster), time.time()
+        try:
+            function(case)
+        except (CaseFailed, OSError, ValueError, KeyError, subprocess.SubprocessError) as exc:
+            case.problems.append("%s: %s" % (type(exc).__name__, exc))
+        ok = not case.problems
+        failures += not ok
+        observed = "; ".join(case.notes + (["FAILED: " + " | ".join(case.problems)] if case.problems else []))
+        rows.append((name, expected, observed, "PASS" if ok else "FAIL"))
+        print("[%s] %s (%.0fs)" % ("PASS" if ok else "FAIL", name, time.time() - started), file=sys.stderr, flush=True)
+        if not ok:
+            for run in case.runs[-2:]:
+                print("--- %s: %s rc=%s\n%s" % (name, run.label, run.rc, run.output[-4000:]), file=sys.stderr)
+    header = ("case", "expected", "observed", "result")
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(4)]
+    for row in [header] + rows:
+        print(" | ".join(str(c).ljust(w) for c, w in zip(row, widths)))
+    print("faults: %d passed, %d failed" % (len(rows) - failures, failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
