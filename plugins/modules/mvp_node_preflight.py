@@ -48,6 +48,14 @@ options:
     description: Mapping probe name -> expected content to read back from I(probe_dir).
     type: dict
     default: {}
+  ports:
+    description:
+      - Mapping variable name -> TCP port that Ray needs on this node (the head's
+        mvp_ray_gcs_port and mvp_ray_dashboard_port). A port held by a process that is
+        not Ray's (Ray's are C(gcs_server), C(raylet) and Python processes running files of
+        the C(ray) package) is reported in C(ports_taken), and then no probe file is written.
+    type: dict
+    default: {}
 author: MVP project
 """
 
@@ -99,6 +107,10 @@ gpu_error:
   description: nvidia-smi's error output when it failed.
   type: str
   returned: when count_gpus is true
+ports_taken:
+  description: Variable name -> C({port, owner}) for the I(ports) another program listens on.
+  type: dict
+  returned: always
 mismatched_probes:
   description: Names from I(expect_probes) whose file is missing or holds another content.
   type: list
@@ -188,6 +200,58 @@ def count_gpus():
     return len([line for line in proc.stdout.splitlines() if line.strip()]), ""
 
 
+def listeners(port):
+    """Return the pids (list of str) of the processes listening on TCP ``port``.
+
+    Reads ``/proc/net/tcp`` and ``/proc/net/tcp6`` (proc(5): local address as hex ip:port,
+    state 0A = LISTEN, inode in column 10), then the ``socket:[inode]`` links under ``/proc/*/fd``.
+    """
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add("socket:[%s]" % cols[9])
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")) if inodes else []:
+        try:
+            if any(os.readlink("/proc/%s/fd/%s" % (pid, fd)) in inodes for fd in os.listdir("/proc/%s/fd" % pid)):
+                pids.append(pid)
+        except OSError:
+            continue
+    return pids
+
+
+def describe(pid):
+    """Return (is_ray, text) for a process: Ray's own (gcs_server, raylet, files of the ray package) or not."""
+    try:
+        with open("/proc/%s/comm" % pid, encoding="utf-8") as handle:
+            comm = handle.read().strip()
+        with open("/proc/%s/cmdline" % pid, "rb") as handle:
+            argv = [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
+    except OSError:
+        return False, "pid %s" % pid
+    is_ray = comm in ("gcs_server", "raylet") or any("/site-packages/ray/" in a for a in argv)
+    return is_ray, "%s (pid %s: %s)" % (comm, pid, " ".join(argv)[:160])
+
+
+def foreign_ports(ports):
+    """Return {variable: {port, owner}} for the ports a non-Ray process listens on."""
+    taken = {}
+    for var, port in sorted(ports.items()):
+        for pid in listeners(int(port)):
+            is_ray, text = describe(pid)
+            if not is_ray:
+                taken[var] = {"port": int(port), "owner": text}
+                break
+    return taken
+
+
 def write_probe(folder, name, content):
     """Write ``content`` to ``folder/name`` through a temporary file and a rename."""
     os.makedirs(folder, exist_ok=True)
@@ -223,6 +287,7 @@ def main():
             probe_name=dict(type="str"),
             probe=dict(type="str", no_log=False),
             expect_probes=dict(type="dict", default={}),
+            ports=dict(type="dict", default={}),
         ),
         required_together=[("probe_name", "probe")],
         supports_check_mode=True,
@@ -234,10 +299,11 @@ def main():
                "fstype": mount_fstype(root) if os.path.exists(root) else ""}
     python_version, ray_version = read_versions(params["ray_python"])
     result = dict(changed=False, shared_root=storage, python_version=python_version, ray_version=ray_version,
-                  versions="python %s, ray %s" % (python_version, ray_version), mismatched_probes=[])
+                  versions="python %s, ray %s" % (python_version, ray_version), mismatched_probes=[],
+                  ports_taken=foreign_ports(params["ports"]))
     if params["count_gpus"]:
         result["gpus"], result["gpu_error"] = count_gpus()
-    if params["probe_name"] and storage["writable"] and not module.check_mode:
+    if params["probe_name"] and storage["writable"] and not result["ports_taken"] and not module.check_mode:
         if not params["probe_dir"]:
             module.fail_json(msg="probe_dir is required with probe_name", **result)
         try:

@@ -181,7 +181,7 @@ def main():
                              % (running, params["gcs_port"], running), nodes=nodes, summary=summary)
         module.exit_json(changed=False, started=False, nodes=nodes, summary=summary)
 
-    for port, var in ((params["gcs_port"], "mvp_ray_gcs_port"), (params["dashboard_port"], "mvp_ray_dashboard_port")):
+    for port, var in ((params["dashboard_port"], "mvp_ray_dashboard_port"), (params["gcs_port"], "mvp_ray_gcs_port")):
         if port_taken(port):
             module.fail_json(msg="Port %d (%s) is already taken on the head by %s, and no Ray head answers at %s "
                              "(%s). Free the port (stop that process, or `ray stop` for a Ray without its dashboard) "

@@ -12,11 +12,13 @@ Usage:
         --host-shared /srv/mvp/private [--only CASE ...]
 """
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
 
+BUSY_PORT = 18265
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -92,6 +94,9 @@ def cases(tmp, existing_id):
         ("image missing", "site.yml",
          ["-e", "mvp_node_image=mvp-no-such-image:0", "-e", "mvp_node_image_build=false"],
          "Node image 'mvp-no-such-image:0' (mvp_node_image) is not on"),
+        # Another service listens on the port asked for the dashboard (started by prepare()).
+        ("port already taken on the head", "site.yml", ["-e", "mvp_ray_dashboard_port=%d" % BUSY_PORT],
+         "Port %d (mvp_ray_dashboard_port) is already taken on the head by python3 (pid" % BUSY_PORT),
         ("malformed JobSpec YAML", "submit.yml", ["-e", "jobspec=" + bad_yaml],
          "jobspec %s is not valid YAML" % bad_yaml),
         ("unknown JobSpec key", "submit.yml",
@@ -100,12 +105,26 @@ def cases(tmp, existing_id):
     ]
 
 
-def prepare(host_shared):
-    """Create the fixtures the cases need on the shared folder (before the first snapshot)."""
+def prepare(host_shared, head_container):
+    """Create the fixtures the cases need: folders on the shared storage (before the first
+    snapshot) and, in the head container, a listener on BUSY_PORT; return that listener's cleanup."""
+    listener = subprocess.Popen(["docker", "exec", head_container, "python3", "-m", "http.server",
+                                 "--bind", "0.0.0.0", str(BUSY_PORT)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(["docker", "exec", head_container, "python3", "-c",
+                    "import socket, time\nfor _ in range(100):\n    try:\n"
+                    "        socket.create_connection(('127.0.0.1', %d), 1).close(); break\n"
+                    "    except OSError:\n        time.sleep(0.1)" % BUSY_PORT], check=True)
+
+    def cleanup():
+        subprocess.run(["docker", "exec", head_container, "pkill", "-f", "http.server --bind 0.0.0.0 %d" % BUSY_PORT],
+                       check=False)
+        listener.wait(timeout=30)
     os.makedirs(os.path.join(host_shared, "common/models/bad-input-model"), exist_ok=True)
     broken = os.path.join(host_shared, "common/code/verl/bad-input-no-marker/verl")
     os.makedirs(broken, exist_ok=True)
     write(os.path.join(broken, "__init__.py"), "")
+    return cleanup
 
 
 def main():
@@ -116,10 +135,13 @@ def main():
                         help="the shared folder as seen on the docker host")
     parser.add_argument("--existing-id", required=True, help="a submission id that already exists")
     parser.add_argument("--only", nargs="*", help="run only these case names")
+    parser.add_argument("--head-container", default="mvp-ray-head",
+                        help="the head's container (a listener on port %d is started in it)" % BUSY_PORT)
     args = parser.parse_args()
-    prepare(args.host_shared)
+    cleanup = prepare(args.host_shared, args.head_container)
     rows, failures = [], 0
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        stack.callback(cleanup)
         for name, playbook, extra, expected in cases(tmp, args.existing_id):
             if args.only and name not in args.only:
                 continue
