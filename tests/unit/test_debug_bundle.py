@@ -29,3 +29,30 @@ def test_render_names_command_rc_and_stderr():
     text = render({"argv": ["ray", "job", "list"]}, 2, "out\n", "boom", "20261121T000000Z", "head")
     assert text.splitlines() == ["# ray job list", "# rc=2 at 20261121T000000Z on head", "out", "",
                                  "# stderr", "boom"]
+
+
+def test_in_process_commands_capture_output_strip_colours_and_record_failures():
+    import click
+
+    from mvp_debug_bundle import run_in_process
+
+    @click.group()
+    def cli():
+        """A stand-in for Ray's click CLI."""
+
+    @cli.command()
+    def status():
+        click.echo("\x1b[37mNode status\x1b[39m")
+
+    @cli.command()
+    def broken():
+        raise RuntimeError("GCS unreachable")
+
+    @cli.command()
+    def leave():
+        raise SystemExit(3)
+
+    assert run_in_process(cli, ["status"], timeout=10) == (0, "Node status\n", "")
+    rc, out, err = run_in_process(cli, ["broken"], timeout=10)
+    assert rc == 1 and "RuntimeError: GCS unreachable" in err
+    assert run_in_process(cli, ["leave"], timeout=10)[0] == 3
