@@ -25,9 +25,14 @@ options:
     type: str
     required: true
   src:
-    description: Path on the target host of a directory containing C(verl/), a wheel or a tarball.
+    description:
+      - Path on the target host of a directory containing C(verl/), a wheel or a tarball.
+      - Omitted - only look. When the snapshot exists with its C(mvp_marker.py) and
+        SNAPSHOT.json records exactly I(source_label) as its source, return
+        C(skip - exists) with C(exists=true) (meant for pinned pip sources such as
+        C(pip verl==0.9.1), whose content a re-download cannot change); otherwise
+        return C(exists=false). Never writes.
     type: path
-    required: true
   dest_root:
     description: Folder holding the snapshots (C(<shared_root>/common/code/verl)).
     type: path
@@ -67,6 +72,10 @@ version:
   description: verl version read from the wheel metadata or C(verl/version/version), when found.
   type: str
   returned: always
+exists:
+  description: Without I(src) - the snapshot exists from the same I(source_label).
+  type: bool
+  returned: when src is omitted
 msg:
   description: C(skip - exists ...), C(created ...) or C(replaced ...).
   type: str
@@ -165,7 +174,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             code_id=dict(type="str", required=True),
-            src=dict(type="path", required=True),
+            src=dict(type="path"),
             dest_root=dict(type="path", required=True),
             source_label=dict(type="str"),
             commit=dict(type="str"),
@@ -178,6 +187,16 @@ def main():
     if not CODE_ID_RE.match(code_id):
         module.fail_json(msg="code_id %r is invalid: use letters, digits, '.', '_' or '-' "
                              "(pattern %s), no '/'." % (code_id, CODE_ID_RE.pattern))
+    target = os.path.join(params["dest_root"], code_id)
+    if not params["src"]:
+        recorded = read_snapshot_json(target)
+        same = (recorded.get("source") == params["source_label"] and bool(params["source_label"])
+                and os.path.isfile(os.path.join(target, "mvp_marker.py")))
+        module.exit_json(changed=False, exists=same, path=target, content_hash=recorded.get("content_hash"),
+                         version=recorded.get("version"),
+                         msg="skip: exists %s (source %s, content %s)"
+                         % (target, params["source_label"], str(recorded.get("content_hash"))[:12])
+                         if same else "no snapshot %s from %s yet" % (target, params["source_label"]))
     if not os.path.exists(params["src"]):
         module.fail_json(msg="snapshot source %s does not exist on the head" % params["src"])
     target = os.path.join(params["dest_root"], code_id)
