@@ -6,7 +6,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest down test unit lint syntax molecule reliability bench
+.PHONY: setup engine demo cluster selftest down test unit lint syntax molecule reliability faults bench
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -35,6 +35,10 @@ reliability: setup engine ## Bad-input table against the local cluster (brings i
 	ansible-playbook site.yml
 	ansible-playbook submit.yml -e workload=selftest -e submission_id=reliability-existing || true
 	python tests/reliability/bad_inputs.py --inventory inventories/local --host-shared /srv/mvp/private --existing-id reliability-existing
+
+faults: setup engine ## Fault table against the local cluster: kills, restarts and removes its containers (brings it up first)
+	ansible-playbook site.yml
+	python tests/reliability/faults.py --inventory inventories/local --host-shared /srv/mvp/private
 
 bench: setup engine ## Benchmarks (bench/run.py); writes bench/results/latest.json
 	python bench/run.py
