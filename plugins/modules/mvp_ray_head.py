@@ -55,6 +55,15 @@ options:
     description: Ray's temp dir on the head (holds C(ray_current_cluster)).
     type: path
     default: /tmp/ray
+  gcs_storage_path:
+    description:
+      - Folder on the head where the GCS keeps its tables in RocksDB
+        (C(RAY_gcs_storage=rocksdb), C(RAY_gcs_storage_path); Ray's GCS fault tolerance
+        without Redis, alpha in Ray 2.60). A head started again on the same folder
+        reloads the job table and the node table, and the workers' raylets reconnect
+        (within Ray's C(gcs_rpc_server_reconnect_timeout_s)). Created when missing.
+      - Empty - the GCS keeps everything in memory (lost when the head restarts).
+    type: path
 author: MVP project
 """
 
@@ -125,8 +134,13 @@ def port_owner(port):
 
 
 def port_taken(port):
-    """Return True when TCP ``port`` cannot be bound on all addresses (something listens there)."""
+    """Return True when TCP ``port`` cannot be bound on all addresses (something listens there).
+
+    SO_REUSEADDR is set as Ray's servers set it, so connections still in TIME_WAIT after a
+    ``ray stop`` do not count; only a listening socket does.
+    """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(("0.0.0.0", port))
     except OSError:
@@ -165,13 +179,18 @@ def main():
             ready_timeout=dict(type="int", default=120),
             resource=dict(type="str", default="worker_node"),
             temp_dir=dict(type="path", default="/tmp/ray"),
+            gcs_storage_path=dict(type="path"),
         ),
         supports_check_mode=True,
     )
     params = module.params
-    _, state = import_ray(module)
     address = "http://127.0.0.1:%d" % params["dashboard_port"]
-    nodes, error = read_nodes(state, address)
+    state, nodes, error = None, [], "nothing listens on port %d" % params["dashboard_port"]
+    # Importing Ray costs about a second: skip it while nothing listens on the dashboard port
+    # (a cold start), and let it overlap with `ray start` instead.
+    if port_taken(params["dashboard_port"]):
+        _, state = import_ray(module)
+        nodes, error = read_nodes(state, address)
     summary = summarize(nodes, params["resource"])
     if summary["head"] is not None:
         running = current_gcs_port(params["temp_dir"])
@@ -192,8 +211,17 @@ def main():
     argv = [params["ray"], "start", "--head", "--num-cpus=0", "--num-gpus=0", "--port=%d" % params["gcs_port"],
             "--dashboard-host=%s" % params["dashboard_host"], "--dashboard-port=%d" % params["dashboard_port"],
             "--disable-usage-stats"] + params["extra_args"]
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-    output = (proc.stdout + proc.stderr).strip()
+    env = dict(os.environ)
+    if params["gcs_storage_path"]:
+        os.makedirs(params["gcs_storage_path"], exist_ok=True)
+        env.update(RAY_gcs_storage="rocksdb", RAY_gcs_storage_path=params["gcs_storage_path"])
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    except OSError as exc:
+        module.fail_json(msg="Cannot run %s: %s (mvp_ray_bin_dir)" % (params["ray"], exc))
+    if state is None:
+        _, state = import_ray(module)
+    output = proc.communicate()[0].strip()
     if proc.returncode:
         module.fail_json(msg="`%s` failed with rc=%d: %s" % (" ".join(argv), proc.returncode, output[-2000:]),
                          start_output=output)
@@ -208,7 +236,7 @@ def main():
                              "head ALIVE after `ray start --head`: %s. Check %s/session_latest/logs on the head."
                              % (params["ready_timeout"], address, error or "no head node", params["temp_dir"]),
                              start_output=output, nodes=nodes)
-        time.sleep(1)
+        time.sleep(0.5)
     module.exit_json(changed=True, started=True, nodes=nodes, summary=summary, start_output=output)
 
 
