@@ -37,6 +37,8 @@ COLLECT_TIMEOUT = 300
 ACTIVE_JOB_STATES = ("PENDING", "RUNNING")
 # Ray's temp/session folders, should a cluster keep them on the shared storage.
 SESSION_DIR = re.compile(r"^session_")
+# Seconds Ray may keep a killed raylet's node ALIVE after site.yml returns (its health checks).
+STALE_NODE_TIMEOUT = 90
 DEBUG_KINDS = ("ray_status", "ray_job_list", "ray_list_nodes", "ray_list_actors")
 
 # Runs on the head with the Ray venv: its node table and job table as JSON.
@@ -126,25 +128,24 @@ class Cluster:
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
     def alive(self):
-        """{'head': head node or None, 'workers': {host: ALIVE node or None}, 'extra': other ALIVE workers}."""
+        """{host: set of the Ray node ids the head lists ALIVE at that running container's IP}, for every
+        node (a head node for the head, worker nodes for workers), or None when the head does not answer.
+        A killed raylet's node stays ALIVE until Ray's health checks fail: a host can have two ids."""
         state = self.head_state()
         if state is None:
             return None
         alive = [n for n in state["nodes"] if n["state"] == "ALIVE"]
-        heads = [n for n in alive if n["is_head_node"]]
-        head_ips = self.ip(self.head)
-        result = {"head": next((n for n in heads if n["node_ip"] in head_ips), None), "workers": {}}
-        for host in self.workers:
+        view = {}
+        for host in self.nodes:
             ips = self.ip(host)
-            result["workers"][host] = next((n for n in alive if not n["is_head_node"] and n["node_ip"] in ips), None)
-        known = {n["node_id"] for n in result["workers"].values() if n}
-        result["extra"] = [n for n in alive if not n["is_head_node"] and n["node_id"] not in known]
-        return result
+            view[host] = {n["node_id"] for n in alive
+                          if n["is_head_node"] == (host == self.head) and n["node_ip"] in ips}
+        return view
 
     def healthy(self):
-        """True when every container runs, the head answers and lists every worker ALIVE."""
+        """True when every container runs and the head lists a node ALIVE at each one's IP."""
         view = self.alive()
-        return bool(view and view["head"] and all(view["workers"].values()))
+        return bool(view) and all(view.values())
 
     def active_jobs(self):
         """Submission ids of jobs Ray has PENDING or RUNNING (None when the head does not answer)."""
@@ -295,11 +296,10 @@ class Case:
         view = self.cluster.alive()
         if not self.check(view is not None, "%s: the head does not answer" % what):
             return None
-        missing = [h for h, n in view["workers"].items() if n is None]
-        self.check(view["head"] is not None, "%s: the head node is not ALIVE" % what)
+        missing = [h for h in self.cluster.nodes if not view[h]]
         self.check(not missing, "%s: not ALIVE on the head: %s" % (what, ", ".join(missing)))
-        if view["head"] and not missing:
-            self.note("%s: head + %d workers ALIVE" % (what, len(view["workers"])))
+        if not missing:
+            self.note("%s: head + %d workers ALIVE" % (what, len(self.cluster.workers)))
         return view
 
 
@@ -333,18 +333,22 @@ def case_killed_worker(case):
         case.check(restarted == (host == victim),
                    "%s container %s" % (host, "restarted" if restarted else "not restarted"))
     view = case.all_workers_alive("after site.yml")
-    if view and before:
-        new = view["workers"].get(victim)
-        case.check(new is None or new["node_id"] != before["workers"][victim]["node_id"],
-                   "%s still has its old Ray node id" % victim)
-        for host in cluster.nodes:
-            if host == victim:
-                continue
-            old = before["head"] if host == cluster.head else before["workers"][host]
-            now = view["head"] if host == cluster.head else view["workers"][host]
-            case.check(now is not None and now["node_id"] == old["node_id"],
-                       "%s got a new Ray node id (restarted)" % host)
-        case.note("only %s has a new node id" % victim)
+    if not view:
+        return
+    new = view[victim] - before[victim]
+    case.check(new, "%s: no new Ray node ALIVE, only its old id(s) %s" % (victim, sorted(view[victim])))
+    others = [h for h in cluster.nodes if h != victim and view[h] != before[h]]
+    case.check(not others, "Ray node ids changed on %s (restarted)" % ", ".join(others))
+    # The killed raylet's old node stays ALIVE until Ray's health checks fail; it must then go.
+    returned = time.time()
+    while view[victim] & before[victim] and time.time() - returned < STALE_NODE_TIMEOUT:
+        time.sleep(3)
+        view = cluster.alive() or view
+    stale = view[victim] & before[victim]
+    case.check(not stale, "the killed raylet's node %s still ALIVE %ds after site.yml"
+               % (sorted(stale), STALE_NODE_TIMEOUT))
+    if new and not others and not stale:
+        case.note("only %s has a new node id (old one gone after %ds)" % (victim, time.time() - returned))
 
 
 def case_concurrent_submits(case):
@@ -449,12 +453,9 @@ def case_restarted_head(case):
     for host in cluster.docker_hosts:
         case.check(changed[host] == 0, "%s changed=%s, expected 0" % (host, changed[host]))
     view = case.all_workers_alive("after site.yml")
-    if view and before:
-        case.check(view["head"] is None or view["head"]["node_id"] != before["head"]["node_id"],
-                   "the head kept its Ray node id")
-        stale = [h for h in cluster.workers if view["workers"][h] and before["workers"][h]
-                 and view["workers"][h]["node_id"] == before["workers"][h]["node_id"]]
-        case.check(not stale, "workers with their old node id: %s" % stale)
+    if view:
+        stale = [h for h in cluster.nodes if view[h] & before[h]]
+        case.check(not stale, "the new head lists the old node ids of %s" % ", ".join(stale))
     jobs_after = listing(jobs_folder, hashes=True)
     changes = differences(jobs_before, jobs_after)
     case.check(not changes, "job directories changed: %s" % changes[:10])
