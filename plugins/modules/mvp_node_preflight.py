@@ -14,9 +14,10 @@ description:
     without importing Ray (the package is located with C(importlib.util.find_spec)
     and its C(_version.py) or C(__init__.py) is parsed with C(ast)), and counts the
     GPUs with C(nvidia-smi --list-gpus) when I(count_gpus) is true.
-  - With I(probe_dir) and I(probe), writes the file C(<probe_dir>/<probe_name>)
-    holding I(probe) (write then rename), so that one node can later check that every
-    node writes to the same filesystem (see I(expect_probes)).
+  - With I(probe_dir), I(probe_name) and I(probe), writes the file
+    C(<probe_dir>/<probe_name>) holding I(probe) (write then rename; the head does this),
+    so that the other nodes can then check that they see the same filesystem (see
+    I(expect_probes)).
   - With I(expect_probes), reads C(<probe_dir>/<name>) for every name and reports
     which ones are missing or hold another content (C(mismatched_probes)).
   - Never fails on what it finds; the preflight role turns the facts into messages

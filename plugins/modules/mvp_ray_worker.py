@@ -20,6 +20,10 @@ description:
     I(secret) exported as I(secret_env) in the environment of C(ray start) only (so the
     raylet, the job supervisors and the drivers inherit it; it never reaches a command
     line, a file or the result).
+  - C(ray start) returns only once the GCS lists the new node (Ray 2.60,
+    C(ray/_private/node.py), C(Node.__init__) - "Wait for the node info to be available
+    in the GCS"), so a zero exit status means the worker has joined; it may run for at
+    most I(timeout) seconds.
   - The environment of the task reaches C(ray start) (e.g. C(RAY_AUTH_MODE)).
   - Check mode reports C(changed) and C(reason) without stopping or starting anything.
 options:
@@ -65,6 +69,10 @@ options:
     description: Name of the environment variable that carries I(secret).
     type: str
     default: MVP_INTERNAL_TOKEN
+  timeout:
+    description: Seconds C(ray start) may take (it is killed after that and the module fails).
+    type: int
+    default: 120
 author: MVP project
 """
 
@@ -85,7 +93,7 @@ reason:
   returned: always
   sample: raylet belongs to 172.18.0.9:6379, not 172.18.0.2:6379
 node_ip:
-  description: Node IP of the running raylet before the call (empty when none ran).
+  description: Node IP of the raylet running after the call (empty when none runs).
   type: str
   returned: always
 start_output:
@@ -172,6 +180,7 @@ def main():
             temp_dir=dict(type="path", default="/tmp/ray"),
             secret=dict(type="str", default="", no_log=True),
             secret_env=dict(type="str", default="MVP_INTERNAL_TOKEN"),
+            timeout=dict(type="int", default=120),
         ),
         supports_check_mode=True,
     )
@@ -207,13 +216,22 @@ def main():
     if params["num_cpus"]:
         argv.append("--num-cpus=%s" % params["num_cpus"])
     argv += params["extra_args"]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False,
+                              timeout=params["timeout"])
+    except subprocess.TimeoutExpired as exc:
+        module.fail_json(msg="`ray start` on this worker did not join %s within %ds (mvp_ray_ready_timeout): %s. "
+                             "Check that the head is reachable and the raylet logs under %s/session_latest/logs."
+                         % (params["gcs_address"], params["timeout"], str(exc.stdout or "")[-1000:],
+                            params["temp_dir"]), reason=reason)
     output = (proc.stdout + proc.stderr).strip()
     if proc.returncode:
         module.fail_json(msg="`%s` failed with rc=%d (%s): %s" % (" ".join(argv), proc.returncode, reason,
                                                                    output[-2000:]),
                          reason=reason, node_ip=node_ip, start_output=output)
-    module.exit_json(changed=True, reason=reason, node_ip=node_ip, start_output=output)
+    raylet = find_raylet()
+    module.exit_json(changed=True, reason=reason, node_ip=flag(raylet, "--node-ip-address") if raylet else "",
+                     start_output=output)
 
 
 if __name__ == "__main__":
