@@ -88,6 +88,8 @@ class Cluster:
         temp_dir = head_vars.get("mvp_ray_temp_dir", "/tmp/ray")
         self.token_path = temp_dir.rstrip("/") + "/mvp_auth_token"
         self.network = head_vars.get("mvp_docker_network", "mvp-ray-net")
+        # Non-empty (possibly a template): the head keeps its GCS tables across a restart.
+        self.gcs_storage = str(head_vars.get("mvp_ray_gcs_storage_path") or "").strip()
 
     # --- docker -----------------------------------------------------------
     def inspect(self, host):
@@ -430,7 +432,13 @@ def case_worker_killed_during_job(case):
 
 
 def case_restarted_head(case):
-    """docker restart the head; site.yml restarts the head and every worker; job dirs untouched."""
+    """docker restart the head; site.yml starts it again and every worker is ALIVE on it; job dirs untouched.
+
+    With the GCS tables kept on the head's disk (mvp_ray_gcs_storage_path) the workers' raylets
+    reconnect: they keep their node ids, site.yml changes nothing on them, and Ray still lists the
+    earlier jobs with their statuses. Without it the new head forgets them: site.yml restarts every
+    worker against it (new node ids).
+    """
     cluster = case.cluster
     case.ensure_cluster()
     if not job_dirs(cluster):  # something to keep: one finished job
@@ -441,21 +449,39 @@ def case_restarted_head(case):
     jobs_folder = os.path.join(cluster.host_shared, "jobs")
     jobs_before = listing(jobs_folder, hashes=True)
     before = cluster.alive()
+    ray_jobs_before = {j["submission_id"]: j["status"] for j in cluster.head_state()["jobs"]}
+    keeps = cluster.gcs_storage
+    case.note("GCS tables %s" % ("kept on the head" if keeps else "in memory"))
     cluster.docker("restart", cluster.container[cluster.head])
     run = case.play("site.yml")
     case.check(run.rc == 0, "site.yml rc=%s" % run.rc)
     recap = run.recap()
     changed = {h: recap.get(h, {}).get("changed") for h in cluster.docker_hosts + cluster.nodes}
     case.note("changed: " + " ".join("%s=%s" % kv for kv in sorted(changed.items())))
-    for host in cluster.nodes:
-        case.check((changed[host] or 0) > 0, "%s changed=%s, expected > 0 (restarted)" % (host, changed[host]))
+    case.check((changed[cluster.head] or 0) > 0, "%s changed=%s, expected > 0 (Ray started again)"
+               % (cluster.head, changed[cluster.head]))
+    for host in cluster.workers:
+        if keeps:
+            case.check(changed[host] == 0, "%s changed=%s, expected 0 (its raylet reconnects)" % (host, changed[host]))
+        else:
+            case.check((changed[host] or 0) > 0, "%s changed=%s, expected > 0 (restarted)" % (host, changed[host]))
     # The restarted container runs: nothing for the docker host to do.
     for host in cluster.docker_hosts:
         case.check(changed[host] == 0, "%s changed=%s, expected 0" % (host, changed[host]))
     view = case.all_workers_alive("after site.yml")
     if view:
-        stale = [h for h in cluster.nodes if view[h] & before[h]]
-        case.check(not stale, "the new head lists the old node ids of %s" % ", ".join(stale))
+        case.check(view[cluster.head] - before[cluster.head], "no new head node ALIVE")
+        if keeps:
+            moved = [h for h in cluster.workers if view[h] != before[h]]
+            case.check(not moved, "workers with other node ids (restarted, not reconnected): %s" % ", ".join(moved))
+            ray_jobs = {j["submission_id"]: j["status"] for j in (cluster.head_state() or {"jobs": []})["jobs"]}
+            lost = {k: (v, ray_jobs.get(k)) for k, v in ray_jobs_before.items() if ray_jobs.get(k) != v}
+            case.check(not lost, "Ray's job table lost or changed jobs (before, after): %s" % lost)
+            if not moved and not lost:
+                case.note("workers reconnected with their node ids; Ray still lists %d jobs" % len(ray_jobs_before))
+        else:
+            stale = [h for h in cluster.workers if view[h] & before[h]]
+            case.check(not stale, "the new head lists the old node ids of %s" % ", ".join(stale))
     jobs_after = listing(jobs_folder, hashes=True)
     changes = differences(jobs_before, jobs_after)
     case.check(not changes, "job directories changed: %s" % changes[:10])
@@ -513,7 +539,8 @@ CASES = [
     ("two simultaneous submits", "both rc 0, two ids, two job dirs matching job_spec.json", case_concurrent_submits),
     ("worker killed during a selftest", "collect.yml returns < 300 s with a status and a collect bundle",
      case_worker_killed_during_job),
-    ("restarted head", "site.yml restarts head and workers; all ALIVE; job dirs unchanged", case_restarted_head),
+    ("restarted head", "site.yml starts the head again; workers reconnect (GCS kept) or restart; all ALIVE; "
+     "job dirs unchanged", case_restarted_head),
     ("down with a wrong purge path", "fails naming mvp_down_purge_confirm; nothing deleted", case_down_wrong_purge),
     ("down then bring-up", "containers gone, shared folder kept; site.yml; selftest SUCCEEDED", case_down_then_up),
 ]
