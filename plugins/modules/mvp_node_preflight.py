@@ -32,6 +32,10 @@ options:
     description: Python interpreter that runs Ray on this node (mvp_ray_python).
     type: path
     required: true
+  read_versions:
+    description: Read the Python and Ray versions of I(ray_python) (false - C(python_version) and C(ray_version) are empty).
+    type: bool
+    default: true
   count_gpus:
     description: Run C(nvidia-smi --list-gpus) and return the count.
     type: bool
@@ -123,6 +127,7 @@ import os
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.mvp_proc import argv_of, comm_of, listening_pids
 
 # Run by ray_python: prints the Python version and Ray's version without importing Ray
 # (importing Ray takes about a second of CPU per node).
@@ -201,51 +206,18 @@ def count_gpus():
     return len([line for line in proc.stdout.splitlines() if line.strip()]), ""
 
 
-def listeners(port):
-    """Return the pids (list of str) of the processes listening on TCP ``port``.
-
-    Reads ``/proc/net/tcp`` and ``/proc/net/tcp6`` (proc(5): local address as hex ip:port,
-    state 0A = LISTEN, inode in column 10), then the ``socket:[inode]`` links under ``/proc/*/fd``.
-    """
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table, encoding="ascii") as handle:
-                rows = handle.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            cols = row.split()
-            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
-                inodes.add("socket:[%s]" % cols[9])
-    pids = []
-    for pid in filter(str.isdigit, os.listdir("/proc")) if inodes else []:
-        try:
-            if any(os.readlink("/proc/%s/fd/%s" % (pid, fd)) in inodes for fd in os.listdir("/proc/%s/fd" % pid)):
-                pids.append(pid)
-        except OSError:
-            continue
-    return pids
-
-
 def describe(pid):
     """Return (is_ray, text) for a process: Ray's own (gcs_server, raylet, files of the ray package) or not."""
-    try:
-        with open("/proc/%s/comm" % pid, encoding="utf-8") as handle:
-            comm = handle.read().strip()
-        with open("/proc/%s/cmdline" % pid, "rb") as handle:
-            argv = [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
-    except OSError:
-        return False, "pid %s" % pid
+    comm, argv = comm_of(pid), argv_of(pid)
     is_ray = comm in ("gcs_server", "raylet") or any("/site-packages/ray/" in a for a in argv)
-    return is_ray, "%s (pid %s: %s)" % (comm, pid, " ".join(argv)[:160])
+    return is_ray, "%s (pid %s: %s)" % (comm or "?", pid, " ".join(argv)[:160])
 
 
 def foreign_ports(ports):
     """Return {variable: {port, owner}} for the ports a non-Ray process listens on."""
     taken = {}
     for var, port in sorted(ports.items()):
-        for pid in listeners(int(port)):
+        for pid in listening_pids(int(port)):
             is_ray, text = describe(pid)
             if not is_ray:
                 taken[var] = {"port": int(port), "owner": text}
@@ -283,6 +255,7 @@ def main():
         argument_spec=dict(
             shared_root=dict(type="path", required=True),
             ray_python=dict(type="path", required=True),
+            read_versions=dict(type="bool", default=True),
             count_gpus=dict(type="bool", default=False),
             probe_dir=dict(type="path"),
             probe_name=dict(type="str"),
@@ -298,7 +271,7 @@ def main():
     isdir = os.path.isdir(root)
     storage = {"exists": os.path.exists(root), "isdir": isdir, "writable": isdir and os.access(root, os.W_OK),
                "fstype": mount_fstype(root) if os.path.exists(root) else ""}
-    python_version, ray_version = read_versions(params["ray_python"])
+    python_version, ray_version = read_versions(params["ray_python"]) if params["read_versions"] else ("", "")
     result = dict(changed=False, shared_root=storage, python_version=python_version, ray_version=ray_version,
                   versions="python %s, ray %s" % (python_version, ray_version), mismatched_probes=[],
                   ports_taken=foreign_ports(params["ports"]))

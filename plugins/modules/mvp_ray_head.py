@@ -102,35 +102,14 @@ import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.mvp_proc import comm_of, listening_pids
 from ansible.module_utils.mvp_ray import import_ray, list_nodes, summarize
 
 
 def port_owner(port):
-    """Return the command name of the process listening on TCP ``port`` (or ``an unknown process``).
-
-    Reads ``/proc/net/tcp`` and ``/proc/net/tcp6`` (proc(5): local address as hex ip:port,
-    state 0A = LISTEN, inode in column 10), then the ``socket:[inode]`` links under ``/proc/*/fd``.
-    """
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table, encoding="ascii") as handle:
-                rows = handle.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            cols = row.split()
-            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
-                inodes.add("socket:[%s]" % cols[9])
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            fds = os.listdir("/proc/%s/fd" % pid)
-            if any(os.readlink("/proc/%s/fd/%s" % (pid, fd)) in inodes for fd in fds):
-                with open("/proc/%s/comm" % pid, encoding="utf-8") as handle:
-                    return "%s (pid %s)" % (handle.read().strip(), pid)
-        except OSError:
-            continue
-    return "an unknown process"
+    """Return the command name and pid of the process listening on TCP ``port`` (or ``an unknown process``)."""
+    found = listening_pids(port)
+    return "%s (pid %s)" % (comm_of(found[0]) or "?", found[0]) if found else "an unknown process"
 
 
 def port_taken(port):

@@ -108,19 +108,12 @@ import os
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.mvp_proc import find_argv
 
 
-def find_raylet(proc_root="/proc"):
-    """Return the argv (list of str) of the first process whose executable is named ``raylet``, or None."""
-    for pid in filter(str.isdigit, os.listdir(proc_root)):
-        try:
-            with open(os.path.join(proc_root, pid, "cmdline"), "rb") as handle:
-                argv = [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
-        except OSError:
-            continue
-        if argv and os.path.basename(argv[0]) == "raylet":
-            return argv
-    return None
+def find_raylet():
+    """Return the argv (list of str) of the running raylet, or None."""
+    return find_argv("raylet")
 
 
 def flag(argv, name):
