@@ -155,7 +155,7 @@ def decide(raylet_argv, gcs_address, alive_ips, seen_fingerprint, wanted_fingerp
     if node_ip not in alive_ips:
         return False, "the head does not list %s ALIVE (it restarted or lost this worker)" % (node_ip or "this node")
     if seen_fingerprint != wanted_fingerprint:
-        return False, "the raylet holds another secret (%s changed)" % "the internal token"
+        return False, "the raylet holds another secret (the internal token changed)"
     return True, "joined"
 
 

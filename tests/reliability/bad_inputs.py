@@ -18,27 +18,10 @@ import subprocess
 import sys
 import tempfile
 
+from suite import differences as changed_files, listing as snapshot, print_table
+
 BUSY_PORT = 18265
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def snapshot(folder):
-    """Return {relative path: (size, mtime_ns)} of every file and folder under ``folder``."""
-    state = {}
-    for dirpath, dirnames, filenames in os.walk(folder):
-        for name in dirnames + filenames:
-            path = os.path.join(dirpath, name)
-            try:
-                info = os.lstat(path)
-            except FileNotFoundError:
-                continue
-            state[os.path.relpath(path, folder)] = (info.st_size, info.st_mtime_ns)
-    return state
-
-
-def changed_files(before, after):
-    """Return the sorted relative paths added, removed or modified between two snapshots."""
-    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
 
 
 def write(path, text):
@@ -161,14 +144,8 @@ def main():
             if not ok:
                 print("--- %s: rc=%s changed=%s\n%s" % (name, proc.returncode, changed[:10], output[-3000:]),
                       file=sys.stderr)
-    widths = [max(len(str(r[i])) for r in rows + [("case", "expected", "observed", "files changed", "")])
-              for i in range(5)]
-    header = ("case", "expected message", "observed", "files changed", "result")
-    for row in [header] + rows:
-        print(" | ".join(str(c).ljust(w) for c, w in zip(row, widths)))
-    print("bad inputs: %d passed, %d failed" % (len(rows) - failures, failures))
-    return 1 if failures else 0
-
+    return print_table(("case", "expected message", "observed", "files changed", "result"), rows,
+                       "bad inputs", failures)
 
 if __name__ == "__main__":
     sys.exit(main())

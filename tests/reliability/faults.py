@@ -27,6 +27,9 @@ import sys
 import time
 import traceback
 
+from suite import differences, print_table
+from suite import listing as suite_listing
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
 # Hard limit of one playbook run (a hang fails the case instead of the suite).
@@ -217,26 +220,7 @@ def run_playbook(cluster, playbook, extra=(), timeout=PLAYBOOK_TIMEOUT):
 
 def listing(folder, hashes=False):
     """{relative path: (size, mtime_ns[, sha256])} of everything under ``folder`` (Ray session folders left out)."""
-    state = {}
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = [d for d in dirnames if not SESSION_DIR.match(d)]
-        for name in dirnames + filenames:
-            path = os.path.join(dirpath, name)
-            try:
-                info = os.lstat(path)
-            except FileNotFoundError:
-                continue
-            entry = (info.st_size, info.st_mtime_ns)
-            if hashes and name in filenames and os.path.isfile(path) and not os.path.islink(path):
-                with open(path, "rb") as handle:
-                    entry += (hashlib.sha256(handle.read()).hexdigest(),)
-            state[os.path.relpath(path, folder)] = entry
-    return state
-
-
-def differences(before, after):
-    """Sorted relative paths added, removed or modified between two listings."""
-    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+    return suite_listing(folder, hashes=hashes, skip_dir=SESSION_DIR)
 
 
 def job_dirs(cluster):
@@ -574,13 +558,7 @@ def main():
         if not ok:
             for run in case.runs[-2:]:
                 print("--- %s: %s rc=%s\n%s" % (name, run.label, run.rc, run.output[-4000:]), file=sys.stderr)
-    header = ("case", "expected", "observed", "result")
-    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(4)]
-    for row in [header] + rows:
-        print(" | ".join(str(c).ljust(w) for c, w in zip(row, widths)))
-    print("faults: %d passed, %d failed" % (len(rows) - failures, failures))
-    return 1 if failures else 0
-
+    return print_table(("case", "expected", "observed", "result"), rows, "faults", failures)
 
 if __name__ == "__main__":
     sys.exit(main())
