@@ -18,7 +18,6 @@ Usage:
         --host-shared /srv/mvp/private [--only CASE ...]
 """
 import argparse
-import hashlib
 import json
 import os
 import re
