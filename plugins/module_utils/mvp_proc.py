@@ -37,6 +37,18 @@ def comm_of(pid, proc_root="/proc"):
         return ""
 
 
+def describe(pid, proc_root="/proc"):
+    """Return (is_ray, text) for a process.
+
+    ``is_ray`` is True for Ray's own processes: ``gcs_server``, ``raylet``, or a program
+    running files of the ``ray`` package (``/site-packages/ray/`` in its command line).
+    ``text`` is ``<comm> (pid <pid>: <command line, 160 characters at most>)``.
+    """
+    comm, argv = comm_of(pid, proc_root), argv_of(pid, proc_root)
+    is_ray = comm in ("gcs_server", "raylet") or any("/site-packages/ray/" in a for a in argv)
+    return is_ray, "%s (pid %s: %s)" % (comm or "?", pid, " ".join(argv)[:160])
+
+
 def listening_pids(port, proc_root="/proc"):
     """Return the pids (list of str) with a TCP socket listening on ``port`` (IPv4 or IPv6)."""
     inodes = set()

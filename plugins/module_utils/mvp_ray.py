@@ -32,6 +32,22 @@ def import_ray(module):
     return JobSubmissionClient, state
 
 
+def job_info_or_none(client, submission_id):
+    """Return Ray's JobDetails for ``submission_id``, or None when Ray has no such job.
+
+    :param client: a ``JobSubmissionClient``.
+    :param submission_id: str.
+    :raises RuntimeError: what ``get_job_info`` raises for anything but an unknown id
+        (Ray reports that one as a RuntimeError saying "does not exist", or an HTTP 404).
+    """
+    try:
+        return client.get_job_info(submission_id)
+    except RuntimeError as exc:
+        if "does not exist" in str(exc) or "404" in str(exc):
+            return None
+        raise
+
+
 def auth_headers(token):
     """Return HTTP headers for Ray token authentication.
 

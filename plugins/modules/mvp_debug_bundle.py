@@ -78,11 +78,11 @@ import os
 import re
 import shlex
 import subprocess
-import tempfile
 import threading
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.mvp_files import write_text_atomic
 
 
 def run_all(commands, timeout):
@@ -191,11 +191,7 @@ def main():
                for c, i in zip(commands, inside)]
     host = os.uname()[1]
     for command, path, (rc, out, err) in zip(params["commands"], paths, results):
-        fd, tmp = tempfile.mkstemp(prefix=".bundle.", dir=params["dest"])
-        with os.fdopen(fd, "w") as handle:
-            handle.write(render(command, rc, out, err, stamp, host))
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, path)
+        write_text_atomic(path, render(command, rc, out, err, stamp, host))
     module.exit_json(changed=True, files=paths, stamp=stamp,
                      rcs={c["name"]: r[0] for c, r in zip(params["commands"], results)})
 

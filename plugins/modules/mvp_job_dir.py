@@ -62,9 +62,9 @@ written:
 """
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.mvp_files import write_text_atomic
 
 
 def safe_join(root, rel):
@@ -72,21 +72,6 @@ def safe_join(root, rel):
     if os.path.isabs(rel) or ".." in rel.replace("\\", "/").split("/"):
         raise ValueError("%r must be a path inside %s" % (rel, root))
     return os.path.join(root, rel)
-
-
-def write_atomic(path, content):
-    """Write ``content`` (str) to ``path`` through a temporary file in the same folder and a rename (mode 0644)."""
-    folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(content)
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def differs(path, content):
@@ -125,7 +110,7 @@ def main():
     if module.check_mode:
         module.exit_json(changed=True, written=sorted(shared) + sorted(files))
     for path, text in shared.items():
-        write_atomic(path, text)
+        write_text_atomic(path, text)
     try:
         os.mkdir(job_dir, mode)
     except FileExistsError:
@@ -136,7 +121,7 @@ def main():
         os.makedirs(folder, exist_ok=True)
         os.chmod(folder, mode)
     for path, text in files.items():
-        write_atomic(path, text)
+        write_text_atomic(path, text)
     module.exit_json(changed=True, written=sorted(shared) + sorted(files))
 
 

@@ -127,7 +127,8 @@ import os
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.mvp_proc import argv_of, comm_of, listening_pids
+from ansible.module_utils.mvp_files import write_text_atomic
+from ansible.module_utils.mvp_proc import describe, listening_pids
 
 # Run by ray_python: prints the Python version and Ray's version without importing Ray
 # (importing Ray takes about a second of CPU per node).
@@ -206,13 +207,6 @@ def count_gpus():
     return len([line for line in proc.stdout.splitlines() if line.strip()]), ""
 
 
-def describe(pid):
-    """Return (is_ray, text) for a process: Ray's own (gcs_server, raylet, files of the ray package) or not."""
-    comm, argv = comm_of(pid), argv_of(pid)
-    is_ray = comm in ("gcs_server", "raylet") or any("/site-packages/ray/" in a for a in argv)
-    return is_ray, "%s (pid %s: %s)" % (comm or "?", pid, " ".join(argv)[:160])
-
-
 def foreign_ports(ports):
     """Return {variable: {port, owner}} for the ports a non-Ray process listens on."""
     taken = {}
@@ -226,13 +220,8 @@ def foreign_ports(ports):
 
 
 def write_probe(folder, name, content):
-    """Write ``content`` to ``folder/name`` through a temporary file and a rename."""
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, name)
-    tmp = "%s.tmp-%d" % (path, os.getpid())
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(content + "\n")
-    os.replace(tmp, path)
+    """Write ``content`` and a newline to ``folder/name`` (atomically; the folder is created when missing)."""
+    write_text_atomic(os.path.join(folder, name), content + "\n")
 
 
 def mismatched(folder, expected):

@@ -102,14 +102,14 @@ import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.mvp_proc import comm_of, listening_pids
+from ansible.module_utils.mvp_proc import describe, listening_pids
 from ansible.module_utils.mvp_ray import import_ray, list_nodes, summarize
 
 
 def port_owner(port):
-    """Return the command name and pid of the process listening on TCP ``port`` (or ``an unknown process``)."""
+    """Return who listens on TCP ``port``: ``<comm> (pid <pid>: <command line>)``, or ``an unknown process``."""
     found = listening_pids(port)
-    return "%s (pid %s)" % (comm_of(found[0]) or "?", found[0]) if found else "an unknown process"
+    return describe(found[0])[1] if found else "an unknown process"
 
 
 def port_taken(port):

@@ -73,7 +73,7 @@ summary:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.mvp_ray import import_ray, list_nodes, summarize
+from ansible.module_utils.mvp_ray import import_ray, job_info_or_none, list_nodes, summarize
 
 
 def missing_paths(paths):
@@ -105,13 +105,10 @@ def main():
                          **result)
     result["summary"] = summarize(nodes, params["resource"])
     try:
-        details = client_cls(address).get_job_info(params["submission_id"])
-        result["existing_job"] = str(details.status).split(".")[-1]
+        details = job_info_or_none(client_cls(address), params["submission_id"])
     except RuntimeError as exc:
-        if "does not exist" not in str(exc) and "404" not in str(exc):
-            module.fail_json(msg="Cannot read Ray job %s at %s: %s" % (params["submission_id"], address, exc),
-                             **result)
-        result["existing_job"] = None
+        module.fail_json(msg="Cannot read Ray job %s at %s: %s" % (params["submission_id"], address, exc), **result)
+    result["existing_job"] = str(details.status).split(".")[-1] if details is not None else None
     module.exit_json(**result)
 
 

@@ -159,13 +159,12 @@ log_error:
 """
 
 import json
-import os
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.mvp_files import write_text_atomic
 from ansible.module_utils.mvp_ray import (
-    TERMINAL_STATUSES, auth_headers, import_ray, list_nodes, node_ip_for, summarize)
+    TERMINAL_STATUSES, auth_headers, import_ray, job_info_or_none, list_nodes, node_ip_for, summarize)
 
 
 def details_to_dict(details):
@@ -220,12 +219,7 @@ class RayJob(object):
 
     def info(self):
         """Return the job dict or None when the id is unknown to Ray."""
-        try:
-            return details_to_dict(self.client.get_job_info(self.params["submission_id"]))
-        except RuntimeError as exc:
-            if "does not exist" in str(exc) or "404" in str(exc):
-                return None
-            raise
+        return details_to_dict(job_info_or_none(self.client, self.params["submission_id"]))
 
     def wait(self, job, until):
         """Poll until the job leaves PENDING (until='placed') or is terminal ('terminal')."""
@@ -265,12 +259,7 @@ class RayJob(object):
             result["log_error"] = str(exc).splitlines()[0]
             logs = ("# Ray could not return the driver log of %s (%s).\n# The copy written by the "
                     "entrypoint is logs/driver.log.\n" % (self.params["submission_id"], result["log_error"]))
-        directory = os.path.dirname(dest) or "."
-        fd, tmp = tempfile.mkstemp(prefix=".ray_job_log.", dir=directory)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(logs)
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, dest)
+        write_text_atomic(dest, logs)
         result["log_dest"] = dest
         result["changed"] = True
 
@@ -288,12 +277,7 @@ class RayJob(object):
             placement = {"submission_id": self.params["submission_id"], "status": status_of(job),
                          "driver_node_id": job["driver_node_id"], "driver_node_ip": job["driver_node_ip"],
                          "head_node_ip": result["head_node_ip"], "worker_ips": result["worker_ips"]}
-            fd, tmp = tempfile.mkstemp(prefix=".placement.", dir=os.path.dirname(dest) or ".")
-            with os.fdopen(fd, "w") as handle:
-                json.dump(placement, handle, indent=4, sort_keys=True)
-                handle.write("\n")
-            os.chmod(tmp, 0o644)
-            os.rename(tmp, dest)
+            write_text_atomic(dest, json.dumps(placement, indent=4, sort_keys=True) + "\n")
             result["changed"] = True
 
     def run(self):

@@ -40,3 +40,24 @@ def test_pending_message_names_the_missing_resource():
 def test_auth_header_only_with_a_token():
     assert auth_headers(None) == {}
     assert auth_headers("t0k") == {"Authorization": "Bearer t0k"}
+
+
+def test_job_info_or_none_maps_an_unknown_id_to_none_and_raises_other_errors():
+    import pytest
+
+    from ansible.module_utils.mvp_ray import job_info_or_none
+
+    class Client(object):
+        def __init__(self, error=None):
+            self.error = error
+
+        def get_job_info(self, submission_id):
+            if self.error:
+                raise self.error
+            return {"submission_id": submission_id}
+
+    assert job_info_or_none(Client(), "a") == {"submission_id": "a"}
+    assert job_info_or_none(Client(RuntimeError("Job a does not exist")), "a") is None
+    assert job_info_or_none(Client(RuntimeError("Request failed with status code 404")), "a") is None
+    with pytest.raises(RuntimeError):
+        job_info_or_none(Client(RuntimeError("Request failed with status code 500")), "a")
