@@ -1,36 +1,73 @@
 #!/usr/bin/env bash
-# build.sh: build the CPU Ray node image without any container registry.
+# build.sh: build a CPU Ray node image without any container registry.
 #
 # Recipe (verified in this environment, see shared DESIGN.md section 4):
 #   debootstrap a minimal Debian bookworm root filesystem, create a venv at
 #   /opt/mvp/venv inside it, pip install requirements.txt (pinned Ray), then
 #   `docker import` the tree with PATH set so `python` and `ray` resolve.
 #
-# The tag is a hash of this script and requirements.txt, so the image is
-# rebuilt only when the recipe changes. Output (stdout, last line):
+# Variants (--variant NAME, a folder images/NAME beside this one) add to that:
+#   NAME/requirements.txt  more pinned packages, installed after the base ones;
+#   NAME/packages/*/       local Python packages (pyproject.toml), installed last.
+#   The verl CPU runtime is the variant `verl-cpu` (torch, transformers, verl's
+#   run-time dependencies and the project's verl CPU platform plugin).
+# The venv of a variant is cached on this machine keyed by its requirement files,
+# so a change to a local package only reinstalls that package.
+#
+# The tag is a hash of this script and every file of the recipe (base and
+# variant), so the image is rebuilt only when the recipe changes. Output
+# (stdout, last line):
 #   MVP_IMAGE=<repo>:<tag> STATUS=<exists|built>
 # Environment:
-#   MVP_IMAGE_REPO   image repository name (default mvp-ray-node)
+#   MVP_IMAGE_REPO   image repository name (default mvp-ray-node; mvp-NAME for a variant)
 #   MVP_BUILD_DIR    scratch directory for the root filesystem (default /var/tmp)
 #   MVP_DEBIAN_MIRROR Debian mirror (default http://deb.debian.org/debian)
+#   MVP_PIP_CACHE    pip cache on this machine reused by every build (default
+#                    $MVP_BUILD_DIR/mvp-pip-cache): torch is downloaded once
 # Options:
+#   --variant NAME   build the variant images/NAME (default: the base image)
 #   --print-tag      print the image reference and exit without building
 # Exit status: 0 on success; 1 with a message naming the failed step.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=${MVP_IMAGE_REPO:-mvp-ray-node}
 BUILD_DIR=${MVP_BUILD_DIR:-/var/tmp}
 MIRROR=${MVP_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+PIP_CACHE=${MVP_PIP_CACHE:-$BUILD_DIR/mvp-pip-cache}
 VENV=/opt/mvp/venv
-
-TAG=$(cat "$HERE/build.sh" "$HERE/requirements.txt" | sha256sum | cut -c1-12)
-IMAGE="$REPO:$TAG"
 
 say() { printf '[build-image] %s\n' "$*" >&2; }
 die() { printf '[build-image] ERROR: %s\n' "$*" >&2; exit 1; }
 
-if [ "${1:-}" = "--print-tag" ]; then
+VARIANT=""
+PRINT_TAG=false
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --variant) VARIANT=${2:-}; shift 2 || die "--variant needs a name (a folder beside images/node).";;
+    --print-tag) PRINT_TAG=true; shift;;
+    *) die "unknown argument '$1' (known: --variant NAME, --print-tag).";;
+  esac
+done
+VARIANT_DIR=""
+if [ -n "$VARIANT" ]; then
+  VARIANT_DIR=$(cd "$HERE/.." && pwd)/$VARIANT
+  [ -f "$VARIANT_DIR/requirements.txt" ] \
+    || die "variant '$VARIANT' has no $VARIANT_DIR/requirements.txt (mvp_node_image_variant names a folder under images/)."
+fi
+REPO=${MVP_IMAGE_REPO:-mvp-${VARIANT:-ray-node}}
+
+# Every file of the recipe, in a stable order (caches and build output excluded).
+recipe_files() {
+  printf '%s\n' "$HERE/build.sh" "$HERE/requirements.txt"
+  if [ -n "$VARIANT_DIR" ]; then
+    find "$VARIANT_DIR" -type f ! -name '*.pyc' ! -path '*/__pycache__/*' ! -path '*.egg-info/*' \
+      ! -path '*/build/*' | LC_ALL=C sort
+  fi
+}
+TAG=$(recipe_files | while read -r f; do printf '%s\n' "${f#"$HERE/../"}"; cat "$f"; done | sha256sum | cut -c1-12)
+IMAGE="$REPO:$TAG"
+
+if $PRINT_TAG; then
   echo "$IMAGE"
   exit 0
 fi
@@ -54,7 +91,12 @@ PACKAGES=python3,python3-venv,python3-pip,openssh-server,procps,iproute2,ca-cert
 # a recipe change that only touches requirements.txt skips the minute it takes.
 BASE="$BUILD_DIR/mvp-debootstrap-bookworm-$(echo "$PACKAGES" | sha256sum | cut -c1-8)"
 ROOTFS="$BUILD_DIR/mvp-rootfs-$TAG"
-cleanup() { umount "$ROOTFS/proc" 2>/dev/null || true; rm -rf "$ROOTFS"; }
+MOUNTED=()
+cleanup() {
+  local m
+  for m in "${MOUNTED[@]}"; do umount "$m" 2>/dev/null || true; done
+  rm -rf "$ROOTFS" "$BUILD_DIR/mvp-venv-"*.partial
+}
 trap cleanup EXIT
 
 if [ ! -f "$BASE/.mvp-complete" ]; then
@@ -67,29 +109,70 @@ if [ ! -f "$BASE/.mvp-complete" ]; then
 else
   say "reusing the debootstrap tree $BASE."
 fi
-rm -rf "$ROOTFS"
-cp -a "$BASE" "$ROOTFS"
-rm -f "$ROOTFS/.mvp-complete"
-
-say "creating $VENV and installing $(grep -vc '^#' "$HERE/requirements.txt") pinned packages."
-cp /etc/resolv.conf "$ROOTFS/etc/resolv.conf"
-cp "$HERE/requirements.txt" "$ROOTFS/tmp/requirements.txt"
+# The venv, cached by its requirement files (the variant's local packages excluded:
+# they are installed on a hard-linked copy, so changing one costs seconds, not a
+# torch download).
+REQ_FILES=("$HERE/requirements.txt")
+[ -n "$VARIANT_DIR" ] && REQ_FILES+=("$VARIANT_DIR/requirements.txt")
+VENV_KEY=$( { echo "$PACKAGES"; cat "${REQ_FILES[@]}"; } | sha256sum | cut -c1-12)
+VENV_CACHE="$BUILD_DIR/mvp-venv-$VENV_KEY"
 # Trust the same certificate authorities as this host (TLS-intercepting proxies).
 HOST_CA=${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}
 PIP_CA_ARGS=()
-if [ -f "$HOST_CA" ]; then
-  cp "$HOST_CA" "$ROOTFS/tmp/host-ca.crt"
-  PIP_CA_ARGS=(--cert /tmp/host-ca.crt)
+pip_in_chroot() {
+  # A clean environment: the host's PIP_* settings (local wheel folders, CA paths) do not
+  # exist inside the chroot; only an explicit index URL is passed on.
+  chroot "$1" env -i PATH=/usr/bin:/bin HOME=/root ${PIP_INDEX_URL:+PIP_INDEX_URL=$PIP_INDEX_URL} \
+    "$VENV/bin/pip" "${@:2}"
+}
+if [ ! -f "$VENV_CACHE/.mvp-complete" ]; then
+  STAGE="$VENV_CACHE.partial"
+  rm -rf "$STAGE"
+  cp -a "$BASE" "$STAGE"
+  rm -f "$STAGE/.mvp-complete"
+  say "creating $VENV and installing the pinned packages of ${REQ_FILES[*]#"$HERE/../"} (pip cache $PIP_CACHE)."
+  cp /etc/resolv.conf "$STAGE/etc/resolv.conf"
+  if [ -f "$HOST_CA" ]; then
+    cp "$HOST_CA" "$STAGE/tmp/host-ca.crt"
+    PIP_CA_ARGS=(--cert /tmp/host-ca.crt)
+  fi
+  mkdir -p "$PIP_CACHE" "$STAGE/root/.cache/pip"
+  mount -t proc proc "$STAGE/proc"
+  mount --bind "$PIP_CACHE" "$STAGE/root/.cache/pip"
+  MOUNTED=("$STAGE/root/.cache/pip" "$STAGE/proc")
+  chroot "$STAGE" python3 -m venv "$VENV" || die "venv creation failed."
+  n=0
+  for req in "${REQ_FILES[@]}"; do
+    n=$((n + 1))
+    cp "$req" "$STAGE/tmp/requirements-$n.txt"
+  done
+  REQ_ARGS=()
+  for i in $(seq 1 $n); do REQ_ARGS+=(-r "/tmp/requirements-$i.txt"); done
+  pip_in_chroot "$STAGE" install -q --disable-pip-version-check "${PIP_CA_ARGS[@]}" "${REQ_ARGS[@]}" \
+    || die "pip install inside the image failed."
+  umount "${MOUNTED[@]}"
+  MOUNTED=()
+  rm -rf "$STAGE/tmp/"requirements-*.txt "$STAGE/tmp/host-ca.crt" "$STAGE/root/.cache"
+  touch "$STAGE/.mvp-complete"
+  rm -rf "$VENV_CACHE"
+  mv "$STAGE" "$VENV_CACHE"
+else
+  say "reusing the venv tree $VENV_CACHE."
 fi
-mount -t proc proc "$ROOTFS/proc"
-chroot "$ROOTFS" python3 -m venv "$VENV" || die "venv creation failed."
-# A clean environment: the host's PIP_* settings (local wheel folders, CA paths) do not
-# exist inside the chroot; only an explicit index URL is passed on.
-chroot "$ROOTFS" env -i PATH=/usr/bin:/bin HOME=/root ${PIP_INDEX_URL:+PIP_INDEX_URL=$PIP_INDEX_URL} \
-  "$VENV/bin/pip" install -q --no-cache-dir --disable-pip-version-check "${PIP_CA_ARGS[@]}" -r /tmp/requirements.txt \
-  || die "pip install inside the image failed."
-umount "$ROOTFS/proc"
-rm -f "$ROOTFS/tmp/requirements.txt" "$ROOTFS/tmp/host-ca.crt"
+rm -rf "$ROOTFS"
+cp -al "$VENV_CACHE" "$ROOTFS"
+rm -f "$ROOTFS/.mvp-complete"
+if [ -n "$VARIANT_DIR" ] && [ -d "$VARIANT_DIR/packages" ]; then
+  for pkg in "$VARIANT_DIR"/packages/*/; do
+    name=$(basename "$pkg")
+    say "installing the local package $VARIANT/packages/$name."
+    rm -rf "$ROOTFS/tmp/pkg-$name"
+    cp -r "$pkg" "$ROOTFS/tmp/pkg-$name"
+    pip_in_chroot "$ROOTFS" install -q --disable-pip-version-check --no-deps --no-build-isolation \
+      --no-index "/tmp/pkg-$name" || die "pip install of $VARIANT/packages/$name failed."
+    rm -rf "$ROOTFS/tmp/pkg-$name"
+  done
+fi
 mkdir -p "$ROOTFS/run/sshd"
 rm -rf "$ROOTFS/var/cache/apt/archives"/*.deb "$ROOTFS/var/lib/apt/lists"/*
 

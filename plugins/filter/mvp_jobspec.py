@@ -32,6 +32,18 @@ REQUEST_KEYS = frozenset([
 ])
 RAY_KEYS = frozenset(["address", "entrypoint_resources", "entrypoint_num_cpus", "runtime_env"])
 TOOLS_SUBDIR = "common/code/mvp_tools"
+# verl's file logger writes one JSON object per step ({"step": N, "data": {...}}) to
+# $VERL_FILE_LOGGER_PATH (verl/utils/tracking.py FileLogger); the builder points it here.
+METRICS_FILE = "metrics.jsonl"
+
+
+def _loggers(value):
+    """Return verl's ``trainer.logger`` value as a list of str (Hydra accepts a single string too)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value]
 
 
 def _fail(field, problem, fix):
@@ -83,15 +95,20 @@ def mvp_job_spec(request, catalog, defaults):
     :param request: dict, the user's request (keys in REQUEST_KEYS).
     :param catalog: dict, workload name -> catalog entry.
     :param defaults: dict with ``shared_root``, ``code_id``, ``python``,
-        ``worker_resource``, ``expect_workers`` (int) and optionally ``model``
-        and ``snapshot_shares_device`` (bool: the snapshot's trainer passes the
-        catalog's ``driver_device.key`` on to its worker group).
+        ``worker_resource``, ``expect_workers`` (int) and optionally ``model``,
+        ``snapshot_shares_device`` (bool: the snapshot's trainer passes the
+        catalog's ``driver_device.key`` on to its worker group),
+        ``site_overrides`` (the inventory's ``mvp_job_overrides``: workload ->
+        {trainer_overrides, env_vars}, applied between the catalog and the
+        request) and ``wandb_key_set`` (bool: a W&B key reaches the workers).
     :returns: dict with submission_id, workload, shared_root, job_dir, code_id,
         code_path, entrypoint, runtime_env, entrypoint_resources,
         entrypoint_num_cpus, trainer_overrides, hydra_config, hydra_overrides
         (the ``key=value`` strings of the entrypoint), data_files, needs_gpus,
         gpus_requested, model, model_path, dataset, reward_fn_path, address,
-        notes (list of str: decisions the user should know about).
+        notes (list of str: decisions the user should know about),
+        site_overrides (what the inventory added), metrics_file (verl's file
+        logger output, ``<job_dir>/logs/metrics.jsonl``, or None).
     :raises AnsibleFilterError: naming the field and the fix.
     """
     if not isinstance(request, dict):
@@ -132,10 +149,17 @@ def mvp_job_spec(request, catalog, defaults):
     python = defaults.get("python", "python")
 
     overrides = dict(entry.get("trainer_overrides") or {})
+    site = (defaults.get("site_overrides") or {}).get(workload) or {}
+    if not isinstance(site, dict) or set(site) - {"trainer_overrides", "env_vars"}:
+        _fail("mvp_job_overrides.%s" % workload, "must be a mapping with trainer_overrides and/or env_vars",
+              "fix the inventory setting mvp_job_overrides")
+    site_overrides = dict(site.get("trainer_overrides") or {})
+    overrides.update(site_overrides)
     user_overrides = request.get("trainer_overrides") or {}
     if not isinstance(user_overrides, dict):
         _fail("trainer_overrides", "is not a mapping", "give dotted keys, e.g. trainer.total_epochs: 1")
     overrides.update(user_overrides)
+    explicit = set(site_overrides) | set(user_overrides)
     if "trainer.save_freq" in overrides and (
             not isinstance(overrides["trainer.save_freq"], int) or overrides["trainer.save_freq"] < 1):
         _fail("trainer_overrides.trainer.save_freq", "must be an integer >= 1, got %r"
@@ -159,7 +183,7 @@ def mvp_job_spec(request, catalog, defaults):
               "put the reward function under %s/user/code/" % shared_root)
     notes = []
     device = entry.get("driver_device")
-    if device and device["key"] not in user_overrides:
+    if device and device["key"] not in explicit:
         if defaults.get("snapshot_shares_device"):
             notes.append("%s left at the snapshot's default: %s passes it to the worker group, so %s "
                          "would move training off the GPUs" % (device["key"], device["probe_file"],
@@ -173,6 +197,12 @@ def mvp_job_spec(request, catalog, defaults):
         overrides["trainer.default_local_dir"] = posixpath.join(job_dir, "checkpoints")
         if request.get("reward_fn_path"):
             overrides["custom_reward_function.path"] = request["reward_fn_path"]
+        overrides.setdefault("trainer.experiment_name", submission_id)
+        loggers = _loggers(overrides.get("trainer.logger"))
+        if "wandb" in loggers and not defaults.get("wandb_key_set"):
+            _fail("trainer_overrides.trainer.logger", "asks for wandb but no W&B API key is configured",
+                  "set mvp_wandb_api_key (keep it in Ansible Vault; it reaches the workers' environment, "
+                  "never the job's files), or drop wandb from trainer.logger (console and file work offline)")
         program = [python, "-u", "-m", entry["module"]] + hydra_overrides(overrides)
     else:
         program = [python, "-u", posixpath.join(tools, entry["script"]),
@@ -186,10 +216,13 @@ def mvp_job_spec(request, catalog, defaults):
                            "--log", posixpath.join(job_dir, "logs", "driver.log"), "--"] + program)
 
     env_vars = dict(entry.get("env_vars") or {})
+    env_vars.update({str(k): str(v) for k, v in (site.get("env_vars") or {}).items()})
     user_env = request.get("env_vars") or {}
     if not isinstance(user_env, dict):
         _fail("env_vars", "is not a mapping", "give NAME: value pairs")
     env_vars.update({str(k): str(v) for k, v in user_env.items()})
+    if entry.get("module") and "file" in _loggers(overrides.get("trainer.logger")):
+        env_vars["VERL_FILE_LOGGER_PATH"] = posixpath.join(job_dir, "logs", METRICS_FILE)
     env_vars["PYTHONPATH"] = "%s:%s:${PYTHONPATH}" % (code_path, tools)
     env_vars["MVP_SUBMISSION_ID"] = submission_id
     env_vars["MVP_JOB_DIR"] = job_dir
@@ -199,7 +232,11 @@ def mvp_job_spec(request, catalog, defaults):
     resources = ray.get("entrypoint_resources") or {defaults["worker_resource"]: 1}
     num_cpus = ray.get("entrypoint_num_cpus", 1)
     gpus = 0
-    if entry.get("needs_gpus"):
+    needs_gpus = bool(entry.get("needs_gpus"))
+    if needs_gpus and overrides.get("trainer.device") == "cpu" and "trainer.device" in explicit:
+        needs_gpus = False
+        notes.append("trainer.device=cpu: the job trains on CPUs, so the GPU count is not checked")
+    if needs_gpus:
         gpus = int(overrides.get("trainer.nnodes", 1)) * int(overrides.get("trainer.n_gpus_per_node", 1))
     return {
         "submission_id": submission_id,
@@ -220,10 +257,12 @@ def mvp_job_spec(request, catalog, defaults):
         "hydra_config": entry.get("hydra_config"),
         "hydra_overrides": hydra_overrides(overrides) if entry.get("module") else [],
         "data_files": data,
-        "needs_gpus": bool(entry.get("needs_gpus")),
+        "needs_gpus": needs_gpus,
         "gpus_requested": gpus,
         "address": ray.get("address", "http://127.0.0.1:8265"),
         "notes": notes,
+        "site_overrides": site,
+        "metrics_file": env_vars.get("VERL_FILE_LOGGER_PATH"),
     }
 
 

@@ -117,3 +117,111 @@ def node_ip_for(nodes, node_id):
         if node_id and node["node_id"] == node_id:
             return node["node_ip"]
     return None
+
+
+def list_pending_placement_groups(state_module, address, timeout=30):
+    """List the placement groups Ray has not placed yet, with their bundles and stats.
+
+    :param state_module: ``ray.util.state``.
+    :param address: str, dashboard URL such as ``http://127.0.0.1:8265``.
+    :param timeout: int, seconds for the state API call.
+    :returns: list of dicts with placement_group_id, name, creator_job_id (hex),
+        state, bundles (list of {"bundle_id", "node_id", "unit_resources"}),
+        strategy and stats (Ray's PlacementGroupStats as a dict: among others
+        ``creation_request_received_ns``, wall clock in nanoseconds, and
+        ``scheduling_state``, e.g. ``INFEASIBLE`` or ``NO_RESOURCES``).
+    """
+    groups = state_module.list_placement_groups(address=address, filters=[("state", "=", "PENDING")],
+                                                detail=True, timeout=timeout, limit=10000,
+                                                raise_on_missing_output=False)
+    result = []
+    for group in groups:
+        get = group.get if isinstance(group, dict) else (lambda k, d=None, g=group: getattr(g, k, d))
+        result.append({
+            "placement_group_id": get("placement_group_id"),
+            "name": get("name") or "",
+            "creator_job_id": get("creator_job_id"),
+            "state": get("state"),
+            "bundles": list(get("bundles") or []),
+            "strategy": get("strategy") or get("topology_strategy") or "",
+            "stats": dict(get("stats") or {}),
+        })
+    return result
+
+
+def bundle_shapes(group):
+    """Describe a placement group's bundles, e.g. ``2 x {"CPU": 10, "GPU": 1} (STRICT_PACK)``.
+
+    :param group: dict from :func:`list_pending_placement_groups`.
+    :returns: str; identical bundles are counted, distinct ones listed in order.
+    """
+    import json
+
+    shapes = []
+    for bundle in group.get("bundles") or []:
+        unit = bundle.get("unit_resources", bundle) if isinstance(bundle, dict) else {}
+        text = json.dumps({k: unit[k] for k in sorted(unit)})
+        if shapes and shapes[-1][1] == text:
+            shapes[-1][0] += 1
+        else:
+            shapes.append([1, text])
+    body = ", ".join("%d x %s" % (count, text) for count, text in shapes) or "no bundles"
+    return body + (" (%s)" % group["strategy"] if group.get("strategy") else "")
+
+
+def stalled_placement_groups(groups, job_id, now, timeout, first_seen=None):
+    """Pick the PENDING placement groups of one job that waited longer than ``timeout``.
+
+    :param groups: list of dicts from :func:`list_pending_placement_groups`.
+    :param job_id: str, the job's hex Ray job id (``JobDetails.job_id``); None gives [].
+    :param now: float, current wall-clock time in seconds.
+    :param timeout: float, seconds a placement group may stay PENDING.
+    :param first_seen: dict placement_group_id -> seconds, updated in place: when
+        Ray's stats carry no ``creation_request_received_ns``, the age counts
+        from the first time this function saw the group.
+    :returns: list of (group, age_seconds) pairs, oldest first.
+    """
+    if not job_id:
+        return []
+    first_seen = {} if first_seen is None else first_seen
+    stalled = []
+    for group in groups:
+        if group.get("creator_job_id") != job_id or group.get("state") != "PENDING":
+            continue
+        created_ns = (group.get("stats") or {}).get("creation_request_received_ns")
+        if created_ns:
+            age = now - float(created_ns) / 1e9
+        else:
+            age = now - first_seen.setdefault(group["placement_group_id"], now)
+        if age > timeout:
+            stalled.append((group, age))
+    return sorted(stalled, key=lambda pair: -pair[1])
+
+
+def stalled_message(submission_id, stalled, nodes, timeout):
+    """Say which placement group shape no node offers (for a job that was stopped).
+
+    :param submission_id: str.
+    :param stalled: list of (group, age) pairs from :func:`stalled_placement_groups`.
+    :param nodes: list of node dicts (:func:`node_to_dict`).
+    :param timeout: float, the deadline that passed, in seconds.
+    :returns: str naming each group's bundles, Ray's scheduling state, and what
+        every ALIVE node offers in total.
+    """
+    import json
+
+    groups = "; ".join(
+        "%s waited %.0f s for %s%s" % (
+            group.get("name") or group.get("placement_group_id"), age, bundle_shapes(group),
+            (", Ray says %s" % group["stats"]["scheduling_state"]) if (group.get("stats") or {}).get(
+                "scheduling_state") else "")
+        for group, age in stalled)
+    offered = ", ".join(
+        "%s %s" % (n["node_ip"], json.dumps({k: v for k, v in sorted(n["resources_total"].items())
+                                            if not k.startswith("node:") and k not in (
+                                                "memory", "object_store_memory", "accelerator_type")}))
+        for n in nodes if n["state"] == "ALIVE")
+    return ("Ray job %s asked for placement groups that stayed PENDING longer than %s s (the "
+            "placement-group deadline): %s. No ALIVE node offers that shape (nodes: %s). The job was "
+            "stopped. Fix the trainer's resources (trainer.nnodes, trainer.n_gpus_per_node) or start "
+            "workers that offer them." % (submission_id, int(timeout), groups, offered))

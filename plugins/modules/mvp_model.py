@@ -7,12 +7,18 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: mvp_model
-short_description: Provide a model under shared storage (Hugging Face download or local copy)
+short_description: Provide a model under shared storage (Hugging Face download, local copy or a tiny random model)
 description:
   - With I(repo_id), downloads a Hugging Face model repository with
     C(huggingface_hub.snapshot_download) into I(hf_home)C(/hub) (the HF_HOME cache
     layout), so later C(from_pretrained) calls with C(HF_HOME) set find it too.
   - With I(src), copies a local folder (on the target host) to I(hf_home)C(/local/<name>).
+  - With I(tiny), builds a tiny random-weight Qwen2 (C(Qwen2ForCausalLM)) and a byte-level
+    BPE tokenizer trained locally with the C(tokenizers) library on GSM8K-format text,
+    with a ChatML chat template, into I(hf_home)C(/local/<name>), plus C(MANIFEST.json)
+    (source C(tiny), the settings, parameter count, sha256 of every file). Nothing is
+    downloaded; needs torch, transformers and tokenizers on the target. A model of that
+    name built with other settings is refused (nothing is overwritten).
   - Either way links C(<models_dir>/<name>) to the files and writes
     C(.mvp_model.json) (source, files and sizes) beside them. A model whose record
     matches the files on disk is C(skip - exists); a partial copy is redone.
@@ -31,6 +37,15 @@ options:
   src:
     description: Local folder holding the model files (config.json, weights, tokenizer).
     type: path
+  tiny:
+    description:
+      - Settings of a tiny random model (every key optional, integers), see
+        C(module_utils/mvp_tiny_model.DEFAULT_SPEC) - C(hidden_size) 128,
+        C(intermediate_size) 256, C(num_hidden_layers) 2, C(num_attention_heads) 2,
+        C(num_key_value_heads) 1, C(vocab_size) 512 (the tokenizer's target size),
+        C(max_position_embeddings) 1024, C(seed) 0 (weights), C(corpus_rows) 2000 (sample
+        rows the tokenizer is trained on).
+    type: dict
   hf_home:
     description: HF_HOME on the shared storage (C(<shared_root>/hf)).
     type: path
@@ -43,6 +58,13 @@ author: MVP project
 """
 
 EXAMPLES = r"""
+- name: Models | A tiny random Qwen2 for smoke tests
+  mvp_model:
+    name: tiny-qwen2
+    tiny: {hidden_size: 128, num_hidden_layers: 2, seed: 0}
+    hf_home: /private/hf
+    models_dir: /private/common/models
+
 - name: Models | Copy an offline model folder
   mvp_model:
     name: tiny
@@ -60,8 +82,12 @@ target:
   description: Where the files are.
   type: str
   returned: always
+manifest:
+  description: With I(tiny), the content of C(MANIFEST.json) (source, tiny settings, parameters, files with sha256).
+  type: dict
+  returned: when tiny is given
 msg:
-  description: C(skip - exists ...), C(copied ...) or C(downloaded ...).
+  description: C(skip - exists ...), C(copied ...), C(built ...) or C(downloaded ...).
   type: str
   returned: always
 """
@@ -71,11 +97,15 @@ import os
 import re
 import shutil
 import tempfile
+import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.mvp_gsm8k import sample_rows, sha256_file
+from ansible.module_utils.mvp_tiny_model import build, corpus, normalize_spec, read_spec
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 RECORD = ".mvp_model.json"
+MANIFEST = "MANIFEST.json"
 
 
 def file_sizes(root):
@@ -120,6 +150,78 @@ def link(path, target):
     return True
 
 
+def stage_into(target, fill, source):
+    """Fill a temporary folder beside *target* with ``fill(folder)``, record it, rename it to *target*.
+
+    :param target: str, final folder (an incomplete earlier one is replaced).
+    :param fill: callable taking the staging folder.
+    :param source: str, the source written to the completeness record.
+    """
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".%s." % os.path.basename(target), dir=os.path.dirname(target))
+    try:
+        fill(staging)
+        write_record(staging, source)
+        os.chmod(staging, 0o755)
+        if os.path.exists(target):
+            shutil.rmtree(target)  # an incomplete earlier copy (complete() said so)
+        os.rename(staging, target)
+    finally:
+        if os.path.isdir(staging):
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def provide_tiny(module, params, path, result):
+    """Build (or skip) the tiny model of ``params['tiny']`` and exit the module."""
+    try:
+        spec = normalize_spec(params["tiny"])
+    except ValueError as exc:
+        module.fail_json(msg="mvp_models item %s: %s. Fix the item's tiny settings." % (params["name"], exc),
+                         **result)
+    target = os.path.join(params["hf_home"], "local", params["name"])
+    result["target"] = target
+    if complete(target):
+        recorded = read_spec(target, MANIFEST)
+        if recorded != spec:
+            module.fail_json(msg="model %s exists at %s with other tiny settings (on disk %s, asked %s). "
+                                 "Nothing was changed: give the new settings another name in mvp_models, "
+                                 "or delete %s to rebuild it." % (params["name"], target,
+                                                                  json.dumps(recorded, sort_keys=True),
+                                                                  json.dumps(spec, sort_keys=True), target),
+                             **result)
+        with open(os.path.join(target, MANIFEST), encoding="utf-8") as handle:
+            result["manifest"] = json.load(handle)
+        changed = False if module.check_mode else link(path, target)
+        module.exit_json(changed=changed, msg="skip: exists %s -> %s" % (path, target), **result)
+    if module.check_mode:
+        module.exit_json(changed=True, msg="would build the tiny model %s in %s" % (params["name"], target),
+                         **result)
+
+    def fill(folder):
+        info = build(folder, spec, corpus(sample_rows(spec["corpus_rows"], spec["seed"])))
+        files = {}
+        for rel in sorted(file_sizes(folder)):
+            files[rel] = {"bytes": os.path.getsize(os.path.join(folder, rel)),
+                          "sha256": sha256_file(os.path.join(folder, rel))}
+        manifest = {"source": "tiny", "name": params["name"], "tiny": spec, "architecture": "Qwen2ForCausalLM",
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "files": files}
+        manifest.update(info)
+        with open(os.path.join(folder, MANIFEST), "w", encoding="utf-8") as handle:
+            json.dump(manifest, handle, indent=2, sort_keys=True)
+        result["manifest"] = manifest
+
+    try:
+        stage_into(target, fill, "tiny %s" % json.dumps(spec, sort_keys=True))
+    except ImportError as exc:
+        module.fail_json(msg="building the tiny model %s needs torch, transformers and tokenizers on %s (%s): "
+                             "use a node image that carries them (images/verl-cpu)."
+                             % (params["name"], params["hf_home"], exc), **result)
+    os.makedirs(params["models_dir"], exist_ok=True)
+    link(path, target)
+    module.exit_json(changed=True, msg="built the tiny model %s (%d parameters) in %s"
+                     % (params["name"], result["manifest"]["parameters"], target), **result)
+
+
 def main():
     """Module entry point."""
     module = AnsibleModule(
@@ -128,11 +230,12 @@ def main():
             repo_id=dict(type="str"),
             revision=dict(type="str"),
             src=dict(type="path"),
+            tiny=dict(type="dict"),
             hf_home=dict(type="path", required=True),
             models_dir=dict(type="path", required=True),
         ),
-        required_one_of=[("repo_id", "src")],
-        mutually_exclusive=[("repo_id", "src")],
+        required_one_of=[("repo_id", "src", "tiny")],
+        mutually_exclusive=[("repo_id", "src", "tiny")],
         supports_check_mode=True,
     )
     params = module.params
@@ -141,6 +244,8 @@ def main():
         module.fail_json(msg="model name %r is invalid: use letters, digits, '.', '_' or '-'" % name)
     path = os.path.join(params["models_dir"], name)
     result = dict(path=path)
+    if params["tiny"] is not None:
+        provide_tiny(module, params, path, result)
     if params["src"]:
         if not os.path.isfile(os.path.join(params["src"], "config.json")):
             module.fail_json(msg="model source %s has no config.json: point src at a model folder"
@@ -152,18 +257,8 @@ def main():
             module.exit_json(changed=changed, msg="skip: exists %s -> %s" % (path, target), **result)
         if module.check_mode:
             module.exit_json(changed=True, msg="would copy %s to %s" % (params["src"], target), **result)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        staging = tempfile.mkdtemp(prefix=".%s." % name, dir=os.path.dirname(target))
-        try:
-            shutil.copytree(params["src"], staging, dirs_exist_ok=True)
-            write_record(staging, "local %s" % params["src"])
-            os.chmod(staging, 0o755)
-            if os.path.exists(target):
-                shutil.rmtree(target)  # an incomplete earlier copy (complete() said so)
-            os.rename(staging, target)
-        finally:
-            if os.path.isdir(staging):
-                shutil.rmtree(staging, ignore_errors=True)
+        stage_into(target, lambda folder: shutil.copytree(params["src"], folder, dirs_exist_ok=True),
+                   "local %s" % params["src"])
         os.makedirs(params["models_dir"], exist_ok=True)
         link(path, target)
         module.exit_json(changed=True, msg="copied %s to %s" % (params["src"], target), **result)

@@ -68,6 +68,19 @@ options:
         fails with a message naming the resources nobody offers.
     type: int
     default: 300
+  pg_pending_timeout:
+    description:
+      - Seconds a placement group created by this RUNNING job may stay PENDING
+        (Ray's state API, age from the group's creation request). Past it the job
+        is stopped and the module fails naming each group's bundle shape and what
+        the ALIVE nodes offer. Checked while waiting and, with I(state=info), once.
+        C(0) turns the check off.
+    type: int
+    default: 0
+  pg_check_interval:
+    description: Seconds between two placement group checks while waiting.
+    type: float
+    default: 5.0
   running_timeout:
     description: Seconds to wait for a terminal status after placement (I(wait=terminal)).
     type: int
@@ -122,6 +135,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+stalled_placement_groups:
+  description: On a placement-group failure, each stalled group (name, id, shape, waited_s, scheduling_state).
+  type: list
+  elements: dict
+  returned: when pg_pending_timeout stopped the job
 job:
   description: Ray JobDetails of the job (null when it does not exist) plus node IPs.
   type: dict
@@ -164,7 +182,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.mvp_files import write_text_atomic
 from ansible.module_utils.mvp_ray import (
-    TERMINAL_STATUSES, auth_headers, import_ray, job_info_or_none, list_nodes, node_ip_for, summarize)
+    TERMINAL_STATUSES, auth_headers, bundle_shapes, import_ray, job_info_or_none, list_nodes,
+    list_pending_placement_groups, node_ip_for, stalled_message, stalled_placement_groups, summarize)
 
 
 def details_to_dict(details):
@@ -221,10 +240,40 @@ class RayJob(object):
         """Return the job dict or None when the id is unknown to Ray."""
         return details_to_dict(job_info_or_none(self.client, self.params["submission_id"]))
 
+    def check_placement_groups(self, job, first_seen):
+        """Stop the job and fail when one of its placement groups is PENDING past pg_pending_timeout.
+
+        A trainer that asks for a placement group no node can hold waits forever
+        (verl calls ``ray.get(pg.ready())`` without a deadline). Reads Ray's state
+        API; does nothing when the deadline is 0, the job is not RUNNING or has no
+        Ray job id yet.
+        """
+        timeout = self.params["pg_pending_timeout"]
+        if not timeout or status_of(job) != "RUNNING" or not job.get("job_id"):
+            return
+        try:
+            groups = list_pending_placement_groups(self.state_api, self.params["address"])
+        except Exception:  # the state API is best effort here; the next poll tries again
+            return
+        stalled = stalled_placement_groups(groups, job["job_id"], time.time(), timeout, first_seen)
+        if not stalled:
+            return
+        nodes = list_nodes(self.state_api, self.params["address"])
+        msg = stalled_message(self.params["submission_id"], stalled, nodes, timeout)
+        if not self.module.check_mode:
+            self.client.stop_job(self.params["submission_id"])
+        self.module.fail_json(msg=msg, job=job, changed=True, stalled_placement_groups=[
+            {"name": group["name"], "placement_group_id": group["placement_group_id"],
+             "shape": bundle_shapes(group), "waited_s": round(age, 1),
+             "scheduling_state": (group.get("stats") or {}).get("scheduling_state")}
+            for group, age in stalled])
+
     def wait(self, job, until):
         """Poll until the job leaves PENDING (until='placed') or is terminal ('terminal')."""
         started = time.time()
         placed_at = None
+        first_seen = {}
+        last_pg_check = 0.0
         while True:
             status = status_of(job)
             if status != "PENDING" and placed_at is None:
@@ -239,6 +288,9 @@ class RayJob(object):
                 msg = pending_message(job, self.params, nodes)
                 self.client.stop_job(self.params["submission_id"])
                 self.module.fail_json(msg=msg, job=job, changed=True)
+            if now - last_pg_check >= self.params["pg_check_interval"]:
+                last_pg_check = now
+                self.check_placement_groups(job, first_seen)
             if placed_at is not None and now - placed_at > self.params["running_timeout"]:
                 self.module.fail_json(
                     msg="Ray job %s still %s after running_timeout=%ss while waiting for a "
@@ -318,6 +370,8 @@ class RayJob(object):
 
         if job is not None and params["wait"] != "none" and not self.module.check_mode:
             job = self.wait(job, params["wait"])
+        elif job is not None and state == "info":
+            self.check_placement_groups(job, {})
         if job is not None and (state == "info" or status_of(job) in TERMINAL_STATUSES):
             self.write_log(result)
         self.add_placement(job, result)
@@ -342,6 +396,8 @@ def main():
             pending_timeout=dict(type="int", default=300),
             running_timeout=dict(type="int", default=3600),
             poll_interval=dict(type="float", default=1.0),
+            pg_pending_timeout=dict(type="int", default=0),
+            pg_check_interval=dict(type="float", default=5.0),
             log_dest=dict(type="path"),
             placement_dest=dict(type="path"),
             worker_resource=dict(type="str", default="worker_node"),

@@ -143,3 +143,81 @@ def test_jobspec_files_parse_or_fail_naming_the_file():
         mvp_parse_jobspec("workload: x\n  id: [oops\n", "bad.yaml")
     with pytest.raises(Exception, match="jobspec list.yaml holds a list"):
         mvp_parse_jobspec("- a\n- b\n", "list.yaml")
+
+
+LOCAL_INVENTORY = os.path.join(ROOT, "inventories/local/group_vars/all/10-local.yml")
+
+
+def local_overrides():
+    with open(LOCAL_INVENTORY) as handle:
+        return yaml.safe_load(handle)["mvp_job_overrides"]
+
+
+@pytest.mark.parametrize("workload", ["ppo", "grpo", "sft"])
+def test_verl_workloads_log_to_console_and_a_metrics_file_in_the_job_dir(workload):
+    result = spec(workload=workload)
+    assert result["trainer_overrides"]["trainer.logger"] == ["console", "file"]
+    assert "trainer.logger=[console,file]" in argv(result["entrypoint"])
+    expected = posixpath_join(result["job_dir"], "logs", "metrics.jsonl")
+    assert result["runtime_env"]["env_vars"]["VERL_FILE_LOGGER_PATH"] == expected
+    assert result["metrics_file"] == expected
+    assert result["trainer_overrides"]["trainer.experiment_name"] == result["submission_id"]
+
+
+def posixpath_join(*parts):
+    return "/".join(p.rstrip("/") for p in parts)
+
+
+def test_selftest_has_no_metrics_file():
+    result = spec(workload="selftest")
+    assert "VERL_FILE_LOGGER_PATH" not in result["runtime_env"]["env_vars"]
+    assert result["metrics_file"] is None
+
+
+@pytest.mark.parametrize("logger", [["console", "wandb"], "wandb"])
+def test_wandb_logger_is_refused_without_a_key(logger):
+    with pytest.raises(Exception) as err:
+        spec(workload="ppo", trainer_overrides={"trainer.logger": logger})
+    assert "trainer.logger" in str(err.value) and "mvp_wandb_api_key" in str(err.value)
+    accepted = mvp_job_spec({"workload": "ppo", "submission_id": "j", "trainer_overrides": {"trainer.logger": logger}},
+                            CATALOG, dict(DEFAULTS, wandb_key_set=True))
+    assert accepted["metrics_file"] is None
+
+
+def test_a_single_logger_string_without_file_sets_no_metrics_path():
+    result = spec(workload="sft", trainer_overrides={"trainer.logger": "console"})
+    assert "VERL_FILE_LOGGER_PATH" not in result["runtime_env"]["env_vars"]
+
+
+def test_inventory_overrides_apply_between_catalog_and_request():
+    site = local_overrides()
+    defaults = dict(DEFAULTS, site_overrides=site)
+    result = mvp_job_spec({"workload": "sft", "submission_id": "j"}, CATALOG, defaults)
+    for key, value in site["sft"]["trainer_overrides"].items():
+        assert result["trainer_overrides"][key] == value
+    assert result["site_overrides"] == site["sft"]
+    # the catalog's save_freq (10) is replaced by the inventory's, a request's wins over both
+    assert CATALOG["sft"]["trainer_overrides"]["trainer.save_freq"] != site["sft"]["trainer_overrides"]["trainer.save_freq"]
+    user = mvp_job_spec({"workload": "sft", "submission_id": "j", "trainer_overrides": {"trainer.save_freq": 3}},
+                        CATALOG, defaults)
+    assert user["trainer_overrides"]["trainer.save_freq"] == 3
+    # other workloads are untouched by the sft entry
+    assert spec(workload="selftest")["site_overrides"] == {}
+
+
+def test_inventory_device_override_wins_over_the_snapshot_probe():
+    defaults = dict(DEFAULTS, site_overrides={"sft": {"trainer_overrides": {"trainer.device": "cpu"}}},
+                    snapshot_shares_device=True)
+    result = mvp_job_spec({"workload": "sft", "submission_id": "j"}, CATALOG, defaults)
+    assert "trainer.device=cpu" in argv(result["entrypoint"])
+    assert not [n for n in result["notes"] if "snapshot's default" in n]
+    # a job that trains on CPUs asks for no GPUs
+    assert result["needs_gpus"] is False and result["gpus_requested"] == 0
+    assert spec(workload="sft")["needs_gpus"] is True
+
+
+def test_malformed_inventory_overrides_name_the_setting():
+    with pytest.raises(Exception) as err:
+        mvp_job_spec({"workload": "sft", "submission_id": "j"}, CATALOG,
+                     dict(DEFAULTS, site_overrides={"sft": {"trainer_override": {}}}))
+    assert "mvp_job_overrides.sft" in str(err.value)

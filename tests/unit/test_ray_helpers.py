@@ -61,3 +61,56 @@ def test_job_info_or_none_maps_an_unknown_id_to_none_and_raises_other_errors():
     assert job_info_or_none(Client(RuntimeError("Request failed with status code 404")), "a") is None
     with pytest.raises(RuntimeError):
         job_info_or_none(Client(RuntimeError("Request failed with status code 500")), "a")
+
+
+def _group(pg_id, job, created_s=None, bundles=None, state="PENDING", strategy="STRICT_PACK"):
+    stats = {"scheduling_state": "INFEASIBLE"}
+    if created_s is not None:
+        stats["creation_request_received_ns"] = int(created_s * 1e9)
+    return {"placement_group_id": pg_id, "name": "pool_%s" % pg_id, "creator_job_id": job, "state": state,
+            "bundles": bundles or [{"unit_resources": {"CPU": 10.0, "GPU": 1.0}}], "strategy": strategy,
+            "stats": stats}
+
+
+def test_bundle_shapes_count_identical_bundles_and_name_the_strategy():
+    from ansible.module_utils.mvp_ray import bundle_shapes
+
+    group = _group("a", "01", bundles=[{"unit_resources": {"GPU": 1.0, "CPU": 10.0}}] * 4
+                   + [{"unit_resources": {"CPU": 1.0}}])
+    assert bundle_shapes(group) == '4 x {"CPU": 10.0, "GPU": 1.0}, 1 x {"CPU": 1.0} (STRICT_PACK)'
+
+
+def test_only_this_jobs_groups_pending_past_the_deadline_are_stalled():
+    from ansible.module_utils.mvp_ray import stalled_placement_groups
+
+    now = 1000.0
+    groups = [_group("old", "01", created_s=now - 200), _group("young", "01", created_s=now - 10),
+              _group("other-job", "02", created_s=now - 500), _group("placed", "01", created_s=now - 900,
+                                                                     state="CREATED")]
+    stalled = stalled_placement_groups(groups, "01", now, 120)
+    assert [(g["placement_group_id"], round(age)) for g, age in stalled] == [("old", 200)]
+    assert stalled_placement_groups(groups, None, now, 120) == []
+
+
+def test_groups_without_a_creation_time_age_from_first_sight():
+    from ansible.module_utils.mvp_ray import stalled_placement_groups
+
+    seen = {}
+    group = _group("x", "01")
+    assert stalled_placement_groups([group], "01", 100.0, 30, seen) == []
+    assert seen == {"x": 100.0}
+    assert stalled_placement_groups([group], "01", 120.0, 30, seen) == []
+    assert [round(a) for _, a in stalled_placement_groups([group], "01", 131.0, 30, seen)] == [31]
+
+
+def test_stalled_message_names_shape_scheduling_state_and_offers():
+    from ansible.module_utils.mvp_ray import stalled_message
+
+    nodes = [{"node_ip": "10.0.0.2", "state": "ALIVE", "resources_total": {"CPU": 8.0, "worker_node": 100.0,
+                                                                          "node:10.0.0.2": 1.0, "memory": 5.0}},
+             {"node_ip": "10.0.0.9", "state": "DEAD", "resources_total": {"CPU": 8.0}}]
+    msg = stalled_message("sft-1", [(_group("a", "01"), 181.0)], nodes, 180)
+    assert "sft-1" in msg and "180 s" in msg and "181 s" in msg
+    assert '1 x {"CPU": 10.0, "GPU": 1.0} (STRICT_PACK)' in msg and "INFEASIBLE" in msg
+    assert '10.0.0.2 {"CPU": 8.0, "worker_node": 100.0}' in msg and "10.0.0.9" not in msg
+    assert "stopped" in msg
