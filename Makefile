@@ -1,12 +1,13 @@
-# Entry points. `make demo` sets everything up on a fresh machine and runs the
-# self-test job; `make test` runs every test (unit, lint, syntax, molecule).
+# Entry points. `make demo` sets everything up on a fresh machine, runs the
+# self-test job and then the main job: verl's SFT trainer, for real, on the CPU
+# workers; `make test` runs every test (unit, lint, syntax, molecule).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest down test unit lint syntax molecule reliability faults bench
+.PHONY: setup engine demo cluster selftest sft down test unit lint syntax molecule reliability faults bench
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -18,15 +19,19 @@ $(VENV)/.installed: requirements.txt requirements-test.txt
 engine: ## Make a Docker engine answer (installs docker.io and starts dockerd if needed)
 	bash scripts/ensure-docker.sh
 
-demo: setup engine ## Bring up the local cluster and run the self-test job
+demo: setup engine ## Bring up the local cluster, run the self-test job, then train (verl SFT on CPU)
 	ansible-playbook site.yml
 	ansible-playbook submit.yml -e workload=selftest
+	ansible-playbook submit.yml -e workload=sft
 
 cluster: setup engine ## Bring up the local cluster only
 	ansible-playbook site.yml
 
 selftest: ## Submit the self-test job to the running cluster
 	ansible-playbook submit.yml -e workload=selftest
+
+sft: ## Submit verl's SFT trainer to the running cluster (real training; CPU on the local inventory)
+	ansible-playbook submit.yml -e workload=sft
 
 down: setup ## Stop Ray and remove the local containers (keeps /srv/mvp/private)
 	ansible-playbook down.yml

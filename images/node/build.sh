@@ -8,11 +8,13 @@
 #
 # Variants (--variant NAME, a folder images/NAME beside this one) add to that:
 #   NAME/requirements.txt  more pinned packages, installed after the base ones;
-#   NAME/packages/*/       local Python packages (pyproject.toml), installed last.
+#   NAME/packages/*/       local Python packages (pyproject.toml), installed last,
+#                          in a `docker build` layer on the image <repo>-deps:<key>
+#                          that holds everything else (see below).
 #   The verl CPU runtime is the variant `verl-cpu` (torch, transformers, verl's
 #   run-time dependencies and the project's verl CPU platform plugin).
-# The venv of a variant is cached on this machine keyed by its requirement files,
-# so a change to a local package only reinstalls that package.
+# The venv is cached on this machine keyed by the requirement files, and so is a
+# variant's deps image: a change to a local package only reinstalls that package.
 #
 # The tag is a hash of this script and every file of the recipe (base and
 # variant), so the image is rebuilt only when the recipe changes. Output
@@ -78,6 +80,49 @@ if docker image inspect "$IMAGE" >/dev/null 2>&1; then
   exit 0
 fi
 
+PACKAGES=python3,python3-venv,python3-pip,openssh-server,procps,iproute2,ca-certificates
+# The venv is keyed by the Debian packages and the requirement files (not by the
+# variant's local packages).
+REQ_FILES=("$HERE/requirements.txt")
+[ -n "$VARIANT_DIR" ] && REQ_FILES+=("$VARIANT_DIR/requirements.txt")
+VENV_KEY=$( { echo "$PACKAGES"; cat "${REQ_FILES[@]}"; } | sha256sum | cut -c1-12)
+# A variant with local packages is two images: <repo>-deps:<venv key> (the imported
+# root filesystem with every pinned package, built once per requirement change) and
+# a small `docker build` layer on top with the local packages, so changing the
+# plugin rebuilds in seconds.
+HAS_PACKAGES=false
+if [ -n "$VARIANT_DIR" ] && [ -d "$VARIANT_DIR/packages" ]; then HAS_PACKAGES=true; fi
+DEPS_IMAGE="$REPO-deps:$VENV_KEY"
+
+build_packages_layer() {
+  local ctx name
+  ctx=$(mktemp -d "$BUILD_DIR/mvp-image-ctx.XXXXXX")
+  cp -r "$VARIANT_DIR/packages" "$ctx/packages"
+  find "$ctx/packages" \( -name '__pycache__' -o -name '*.egg-info' -o -name build \) -prune -exec rm -rf {} +
+  {
+    echo "FROM $DEPS_IMAGE"
+    echo "COPY packages /tmp/mvp-packages"
+    printf 'RUN set -e; for p in /tmp/mvp-packages/*/; do pip install -q --disable-pip-version-check --no-deps'
+    printf ' --no-build-isolation --no-index "$p"; done; rm -rf /tmp/mvp-packages /root/.cache\n'
+    echo "LABEL org.mvp.recipe=$TAG"
+  } >"$ctx/Dockerfile"
+  for name in "$VARIANT_DIR"/packages/*/; do say "installing the local package $VARIANT/packages/$(basename "$name")."; done
+  if ! DOCKER_BUILDKIT=0 docker build -q -t "$IMAGE" "$ctx" >"$ctx.log" 2>&1; then
+    cat "$ctx.log" >&2
+    rm -rf "$ctx" "$ctx.log"
+    die "docker build of $IMAGE failed."
+  fi
+  rm -rf "$ctx" "$ctx.log"
+  say "built $IMAGE on $DEPS_IMAGE."
+  echo "MVP_IMAGE=$IMAGE STATUS=built"
+}
+
+if $HAS_PACKAGES && docker image inspect "$DEPS_IMAGE" >/dev/null 2>&1; then
+  say "reusing $DEPS_IMAGE (requirements unchanged)."
+  build_packages_layer
+  exit 0
+fi
+
 [ "$(id -u)" -eq 0 ] || die "building the image needs root (debootstrap, chroot)."
 if ! command -v debootstrap >/dev/null 2>&1; then
   say "installing debootstrap (apt-get)."
@@ -86,7 +131,6 @@ if ! command -v debootstrap >/dev/null 2>&1; then
     || die "apt-get install debootstrap failed."
 fi
 
-PACKAGES=python3,python3-venv,python3-pip,openssh-server,procps,iproute2,ca-certificates
 # The debootstrap result is cached on this machine (keyed by its package list):
 # a recipe change that only touches requirements.txt skips the minute it takes.
 BASE="$BUILD_DIR/mvp-debootstrap-bookworm-$(echo "$PACKAGES" | sha256sum | cut -c1-8)"
@@ -109,12 +153,7 @@ if [ ! -f "$BASE/.mvp-complete" ]; then
 else
   say "reusing the debootstrap tree $BASE."
 fi
-# The venv, cached by its requirement files (the variant's local packages excluded:
-# they are installed on a hard-linked copy, so changing one costs seconds, not a
-# torch download).
-REQ_FILES=("$HERE/requirements.txt")
-[ -n "$VARIANT_DIR" ] && REQ_FILES+=("$VARIANT_DIR/requirements.txt")
-VENV_KEY=$( { echo "$PACKAGES"; cat "${REQ_FILES[@]}"; } | sha256sum | cut -c1-12)
+# The venv, cached on this machine by VENV_KEY.
 VENV_CACHE="$BUILD_DIR/mvp-venv-$VENV_KEY"
 # Trust the same certificate authorities as this host (TLS-intercepting proxies).
 HOST_CA=${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}
@@ -130,7 +169,7 @@ if [ ! -f "$VENV_CACHE/.mvp-complete" ]; then
   rm -rf "$STAGE"
   cp -a "$BASE" "$STAGE"
   rm -f "$STAGE/.mvp-complete"
-  say "creating $VENV and installing the pinned packages of ${REQ_FILES[*]#"$HERE/../"} (pip cache $PIP_CACHE)."
+  say "creating $VENV and installing the pinned packages of ${REQ_FILES[*]} (pip cache $PIP_CACHE)."
   cp /etc/resolv.conf "$STAGE/etc/resolv.conf"
   if [ -f "$HOST_CA" ]; then
     cp "$HOST_CA" "$STAGE/tmp/host-ca.crt"
@@ -162,25 +201,21 @@ fi
 rm -rf "$ROOTFS"
 cp -al "$VENV_CACHE" "$ROOTFS"
 rm -f "$ROOTFS/.mvp-complete"
-if [ -n "$VARIANT_DIR" ] && [ -d "$VARIANT_DIR/packages" ]; then
-  for pkg in "$VARIANT_DIR"/packages/*/; do
-    name=$(basename "$pkg")
-    say "installing the local package $VARIANT/packages/$name."
-    rm -rf "$ROOTFS/tmp/pkg-$name"
-    cp -r "$pkg" "$ROOTFS/tmp/pkg-$name"
-    pip_in_chroot "$ROOTFS" install -q --disable-pip-version-check --no-deps --no-build-isolation \
-      --no-index "/tmp/pkg-$name" || die "pip install of $VARIANT/packages/$name failed."
-    rm -rf "$ROOTFS/tmp/pkg-$name"
-  done
-fi
 mkdir -p "$ROOTFS/run/sshd"
 rm -rf "$ROOTFS/var/cache/apt/archives"/*.deb "$ROOTFS/var/lib/apt/lists"/*
 
-say "importing the root filesystem as $IMAGE."
+TARGET=$IMAGE
+$HAS_PACKAGES && TARGET=$DEPS_IMAGE
+say "importing the root filesystem as $TARGET."
 tar -C "$ROOTFS" -c . | docker import \
   --change "ENV PATH=$VENV/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
   --change 'CMD ["sleep", "infinity"]' \
   --change "LABEL org.mvp.recipe=$TAG" \
-  - "$IMAGE" >/dev/null || die "docker import failed."
-say "built $IMAGE."
-echo "MVP_IMAGE=$IMAGE STATUS=built"
+  - "$TARGET" >/dev/null || die "docker import failed."
+rm -rf "$ROOTFS"
+if $HAS_PACKAGES; then
+  build_packages_layer
+else
+  say "built $IMAGE."
+  echo "MVP_IMAGE=$IMAGE STATUS=built"
+fi

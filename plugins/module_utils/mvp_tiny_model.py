@@ -147,6 +147,42 @@ def build(dest, spec, texts):
             "head_dim": spec["hidden_size"] // spec["num_attention_heads"]}
 
 
+def build_in_subprocess(dest, spec, texts, python=None, timeout=1800):
+    """Run :func:`build` in a fresh Python process and return its result.
+
+    torch cannot be imported inside an Ansible module process (Ansible patches
+    ``sys.intern``, which torch's dynamo refuses), so the module hands this
+    file's source and the arguments (JSON on standard input) to a child Python.
+
+    :param dest: str, an existing empty folder.
+    :param spec: dict from :func:`normalize_spec`.
+    :param texts: list of str (:func:`corpus`).
+    :param python: str, the interpreter (default: the current one).
+    :param timeout: int, seconds.
+    :returns: dict from :func:`build`.
+    :raises RuntimeError: with the child's last output lines when it fails;
+        ImportError when it reports a missing package.
+    """
+    import inspect
+    import subprocess
+    import sys
+
+    source = inspect.getsource(sys.modules[__name__])
+    program = source + (
+        "\nimport json as _j, sys as _s\n_a = _j.load(_s.stdin)\n"
+        "print('MVP_TINY_RESULT=' + _j.dumps(build(_a['dest'], _a['spec'], _a['texts'])))\n")
+    proc = subprocess.run([python or sys.executable, "-c", program], input=json.dumps(
+        {"dest": dest, "spec": spec, "texts": texts}), capture_output=True, text=True, timeout=timeout,
+        check=False)
+    for line in proc.stdout.splitlines():
+        if line.startswith("MVP_TINY_RESULT="):
+            return json.loads(line.split("=", 1)[1])
+    tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+    if "ModuleNotFoundError" in tail or "ImportError" in tail:
+        raise ImportError(tail)
+    raise RuntimeError("building the tiny model failed (rc=%s): %s" % (proc.returncode, tail))
+
+
 def spec_record(spec):
     """The JSON text that identifies a spec (sorted keys), for comparing a model on disk with a request."""
     return json.dumps(spec, sort_keys=True)

@@ -101,7 +101,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.mvp_gsm8k import sample_rows, sha256_file
-from ansible.module_utils.mvp_tiny_model import build, corpus, normalize_spec, read_spec
+from ansible.module_utils.mvp_tiny_model import build_in_subprocess, corpus, normalize_spec, read_spec
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 RECORD = ".mvp_model.json"
@@ -198,7 +198,7 @@ def provide_tiny(module, params, path, result):
                          **result)
 
     def fill(folder):
-        info = build(folder, spec, corpus(sample_rows(spec["corpus_rows"], spec["seed"])))
+        info = build_in_subprocess(folder, spec, corpus(sample_rows(spec["corpus_rows"], spec["seed"])))
         files = {}
         for rel in sorted(file_sizes(folder)):
             files[rel] = {"bytes": os.path.getsize(os.path.join(folder, rel)),
@@ -212,6 +212,8 @@ def provide_tiny(module, params, path, result):
 
     try:
         stage_into(target, fill, "tiny %s" % json.dumps(spec, sort_keys=True))
+    except RuntimeError as exc:
+        module.fail_json(msg=str(exc), **result)
     except ImportError as exc:
         module.fail_json(msg="building the tiny model %s needs torch, transformers and tokenizers on %s (%s): "
                              "use a node image that carries them (images/verl-cpu)."

@@ -65,6 +65,13 @@ options:
     description: Secret given to the raylet's environment (empty - none).
     type: str
     default: ""
+  more_secrets:
+    description:
+      - More secrets for the raylet's environment, variable name to value (for example
+        C(WANDB_API_KEY)), handled like I(secret) - on no command line, in no file; a
+        change restarts the raylet. Empty values are ignored.
+    type: dict
+    default: {}
   secret_env:
     description: Name of the environment variable that carries I(secret).
     type: str
@@ -137,6 +144,23 @@ def fingerprint(secret):
     return hashlib.sha256(secret.encode("utf-8")).hexdigest() if secret else ""
 
 
+def secrets_fingerprint(secret, secret_env, more_secrets):
+    """Fingerprint of every secret the raylet gets (format of mvp_secret.sha256).
+
+    :param secret: str, the main secret (mvp_internal_token).
+    :param secret_env: str, its variable name.
+    :param more_secrets: dict variable name -> value (e.g. WANDB_API_KEY); empty
+        values are ignored.
+    :returns: str, :func:`fingerprint` of *secret* alone when there are no more
+        secrets (so an upgrade restarts no raylet), else the sha256 of all of them.
+    """
+    more = {str(k): str(v) for k, v in (more_secrets or {}).items() if v}
+    if not more:
+        return fingerprint(secret)
+    more[secret_env] = secret or ""
+    return fingerprint(json.dumps(more, sort_keys=True))
+
+
 def decide(raylet_argv, gcs_address, alive_ips, seen_fingerprint, wanted_fingerprint):
     """Return (joined, reason) for a worker.
 
@@ -173,6 +197,7 @@ def main():
             temp_dir=dict(type="path", default="/tmp/ray"),
             secret=dict(type="str", default="", no_log=True),
             secret_env=dict(type="str", default="MVP_INTERNAL_TOKEN"),
+            more_secrets=dict(type="dict", default={}, no_log=True),
             timeout=dict(type="int", default=120),
         ),
         supports_check_mode=True,
@@ -185,7 +210,7 @@ def main():
             seen = handle.read().strip()
     except OSError:
         seen = ""
-    wanted = fingerprint(params["secret"])
+    wanted = secrets_fingerprint(params["secret"], params["secret_env"], params["more_secrets"])
     joined, reason = decide(raylet, params["gcs_address"], params["alive_ips"], seen, wanted)
     node_ip = flag(raylet, "--node-ip-address") if raylet else ""
     if joined or module.check_mode:
@@ -203,6 +228,10 @@ def main():
     env.pop(params["secret_env"], None)
     if params["secret"]:
         env[params["secret_env"]] = params["secret"]
+    for name, value in sorted(params["more_secrets"].items()):
+        env.pop(name, None)
+        if value:
+            env[name] = str(value)
     argv = [params["ray"], "start", "--address=%s" % params["gcs_address"],
             "--resources=%s" % json.dumps(params["resources"], sort_keys=True),
             "--num-gpus=%d" % params["num_gpus"], "--disable-usage-stats"]

@@ -36,7 +36,7 @@ _REGISTERED = False
 def register():
     """Register the ``cpu`` platform with verl and apply the CPU patches (idempotent).
 
-    Called by verl's plugin loader (entry point ``verl.plugins: cpu``).
+    Called when verl imports the entry point ``verl.plugins: cpu`` (``mvp_verl_cpu.autoload``).
 
     :returns: None.
     :raises ImportError: when verl or torch cannot be imported (verl's loader

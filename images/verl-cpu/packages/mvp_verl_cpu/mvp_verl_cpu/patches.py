@@ -1,10 +1,17 @@
 """Patches verl needs on CPU that a platform class cannot express.
 
+* ``torch.distributed.init_process_group``: one ``gloo`` per device type;
+* ``EngineRegistry.get_engine_cls``: the FSDP engines (registered for cuda and
+  npu only) serve the ``cpu`` device too.
+
 Each is applied once, in the process that imports verl, and only where the
 plugin is installed (the CPU node image).
 """
 
 import functools
+import importlib.abc
+import importlib.util
+import sys
 
 _APPLIED = set()
 
@@ -48,13 +55,97 @@ def _patch_init_process_group():
     torch.distributed.init_process_group = init_process_group
 
 
+def engine_fallback(registry, device):
+    """Pick the engine class a CPU process uses from one backend's registry.
+
+    verl registers its FSDP engines for ``device=["cuda", "npu"]`` only
+    (verl/workers/engine/fsdp/transformer_impl.py); their code is device-agnostic
+    (it asks the platform for the device), so on ``cpu`` the CUDA registration
+    is the one to use.
+
+    :param registry: dict, ``EngineRegistry._engines[model_type][backend]``
+        (keys: device or (device, vendor)).
+    :param device: str, the platform's device name.
+    :returns: the engine class, or None when *device* is not ``cpu`` or no CUDA
+        registration exists.
+    """
+    if device != "cpu":
+        return None
+    for key in (("cuda", "nvidia"), "cuda"):
+        if key in registry:
+            return registry[key]
+    return None
+
+
+def _patch_engine_registry(base):
+    registry_cls = base.EngineRegistry
+    original = registry_cls.get_engine_cls.__func__
+    if getattr(original, "_mvp_verl_cpu", False):
+        return
+
+    def get_engine_cls(cls, model_type, backend):
+        try:
+            return original(cls, model_type, backend)
+        except ValueError:
+            engine = engine_fallback(cls._engines.get(model_type, {}).get(backend, {}), base.get_device_name())
+            if engine is None:
+                raise
+            return engine
+
+    get_engine_cls._mvp_verl_cpu = True
+    registry_cls.get_engine_cls = classmethod(get_engine_cls)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Run a patch right after a module is first imported (no import of it here).
+
+    Importing verl's engine package when verl itself is imported would load the
+    FSDP engines (and transformers) in every process that imports verl; this
+    hook waits until verl imports the module itself.
+    """
+
+    def __init__(self, name, patch):
+        self.name, self.patch = name, patch
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, patch = spec.loader, self.patch
+        original_exec = loader.exec_module
+
+        def exec_module(module):
+            original_exec(module)
+            patch(module)
+
+        loader.exec_module = exec_module
+        sys.meta_path.remove(self)
+        return spec
+
+
+def after_import(name, patch):
+    """Call ``patch(module)`` once *name* is imported (at once when it already is)."""
+    if name in sys.modules:
+        patch(sys.modules[name])
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, patch))
+
+
 def apply():
     """Apply every patch once (idempotent).
 
     :returns: list of str, names of the patches applied by this call.
     """
     done = []
-    for name, patch in (("init_process_group", _patch_init_process_group),):
+    for name, patch in (("init_process_group", _patch_init_process_group),
+                        ("engine_registry", lambda: after_import("verl.workers.engine.base",
+                                                                 _patch_engine_registry))):
         if name not in _APPLIED:
             patch()
             _APPLIED.add(name)

@@ -15,6 +15,7 @@ from verl.plugin.platform.platform_base import PlatformBase
 from verl.plugin.platform.platform_manager import PlatformRegistry
 
 RESOURCE_ENV = "MVP_VERL_CPU_RAY_RESOURCE"
+CPU = torch.device("cpu")
 
 
 class _CPUDeviceModule(types.ModuleType):
@@ -46,8 +47,8 @@ class _CPUDeviceModule(types.ModuleType):
 
     @staticmethod
     def current_device():
-        """Index 0, so ``f"cpu:{current_device()}"`` is a valid torch device."""
-        return 0
+        """``"cpu"``, as ``torch.cpu.current_device()`` answers."""
+        return "cpu"
 
     @staticmethod
     def set_device(device=None):
@@ -168,7 +169,12 @@ class PlatformCPU(PlatformBase):
         return True
 
     def current_device(self):
-        return 0
+        """The torch device verl moves tensors to (``get_device_id()``).
+
+        verl passes this value straight to torch (``module.to_empty(device=...)``,
+        ``tensor.to(...)``), where an int means a CUDA index: so a ``torch.device``.
+        """
+        return CPU
 
     def device_count(self):
         return 1

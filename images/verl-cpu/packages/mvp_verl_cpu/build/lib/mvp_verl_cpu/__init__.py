@@ -1,0 +1,51 @@
+"""verl platform plugin for CPU-only Ray nodes.
+
+verl picks its accelerator through platform classes registered with
+``verl.plugin.platform.platform_manager.PlatformRegistry`` (built in: nvidia,
+npu, rocm) and loads third-party plugins from the ``verl.plugins`` entry point
+group when ``verl`` is imported. This package registers a ``cpu`` platform
+there, so verl's own trainers run on nodes without GPUs (a smoke-test cluster).
+It is installed only in the project's CPU node image (images/verl-cpu); GPU
+images never carry it, and where a GPU platform is detected it wins (verl
+probes the built-in platforms first).
+
+What it provides, each item found by the failure it removes (shared
+VERL-ON-CPU.md rows 1, 3, 6):
+
+* the Ray resource verl's placement groups and workers ask for: ``GPU`` when
+  the cluster advertises (logical) GPUs, else ``CPU``
+  (``MVP_VERL_CPU_RAY_RESOURCE`` overrides), see :mod:`mvp_verl_cpu.platform`;
+* a device module that answers the ``torch.cuda``-style calls verl makes
+  (memory counters 0, seeding through torch's CPU generator);
+* one ``gloo`` backend for ``torch.distributed.init_process_group`` where verl
+  writes ``cpu:gloo,cpu:gloo`` (the device type twice is refused by torch).
+
+Environment:
+    MVP_VERL_CPU_RAY_RESOURCE: ``GPU`` or ``CPU`` to fix the Ray resource name.
+    MVP_VERL_CPU_DISABLE: ``1`` to load nothing (verl then behaves as shipped).
+"""
+
+import os
+
+__all__ = ["register"]
+__version__ = "0.1.0"
+
+_REGISTERED = False
+
+
+def register():
+    """Register the ``cpu`` platform with verl and apply the CPU patches (idempotent).
+
+    Called when verl imports the entry point ``verl.plugins: cpu`` (``mvp_verl_cpu.autoload``).
+
+    :returns: None.
+    :raises ImportError: when verl or torch cannot be imported (verl's loader
+        logs it at debug level and goes on without the plugin).
+    """
+    global _REGISTERED
+    if _REGISTERED or os.environ.get("MVP_VERL_CPU_DISABLE") == "1":
+        return
+    from . import patches, platform  # noqa: F401  (registration happens at import)
+
+    patches.apply()
+    _REGISTERED = True
