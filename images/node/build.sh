@@ -24,8 +24,6 @@
 #   MVP_IMAGE_REPO   image repository name (default mvp-ray-node; mvp-NAME for a variant)
 #   MVP_BUILD_DIR    scratch directory for the root filesystem (default /var/tmp)
 #   MVP_DEBIAN_MIRROR Debian mirror (default http://deb.debian.org/debian)
-#   MVP_PIP_CACHE    pip cache on this machine reused by every build (default
-#                    $MVP_BUILD_DIR/mvp-pip-cache): torch is downloaded once
 # Options:
 #   --variant NAME   build the variant images/NAME (default: the base image)
 #   --print-tag      print the image reference and exit without building
@@ -35,7 +33,6 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BUILD_DIR=${MVP_BUILD_DIR:-/var/tmp}
 MIRROR=${MVP_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-PIP_CACHE=${MVP_PIP_CACHE:-$BUILD_DIR/mvp-pip-cache}
 VENV=/opt/mvp/venv
 
 say() { printf '[build-image] %s\n' "$*" >&2; }
@@ -169,16 +166,14 @@ if [ ! -f "$VENV_CACHE/.mvp-complete" ]; then
   rm -rf "$STAGE"
   cp -a "$BASE" "$STAGE"
   rm -f "$STAGE/.mvp-complete"
-  say "creating $VENV and installing the pinned packages of ${REQ_FILES[*]} (pip cache $PIP_CACHE)."
+  say "creating $VENV and installing the pinned packages of ${REQ_FILES[*]} ."
   cp /etc/resolv.conf "$STAGE/etc/resolv.conf"
   if [ -f "$HOST_CA" ]; then
     cp "$HOST_CA" "$STAGE/tmp/host-ca.crt"
     PIP_CA_ARGS=(--cert /tmp/host-ca.crt)
   fi
-  mkdir -p "$PIP_CACHE" "$STAGE/root/.cache/pip"
   mount -t proc proc "$STAGE/proc"
-  mount --bind "$PIP_CACHE" "$STAGE/root/.cache/pip"
-  MOUNTED=("$STAGE/root/.cache/pip" "$STAGE/proc")
+  MOUNTED=("$STAGE/proc")
   chroot "$STAGE" python3 -m venv "$VENV" || die "venv creation failed."
   n=0
   for req in "${REQ_FILES[@]}"; do
@@ -187,7 +182,7 @@ if [ ! -f "$VENV_CACHE/.mvp-complete" ]; then
   done
   REQ_ARGS=()
   for i in $(seq 1 $n); do REQ_ARGS+=(-r "/tmp/requirements-$i.txt"); done
-  pip_in_chroot "$STAGE" install -q --disable-pip-version-check "${PIP_CA_ARGS[@]}" "${REQ_ARGS[@]}" \
+  pip_in_chroot "$STAGE" install -q --no-cache-dir --disable-pip-version-check "${PIP_CA_ARGS[@]}" "${REQ_ARGS[@]}" \
     || die "pip install inside the image failed."
   umount "${MOUNTED[@]}"
   MOUNTED=()

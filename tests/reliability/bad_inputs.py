@@ -67,6 +67,9 @@ def cases(tmp, existing_id):
         ("save_freq 0", "submit.yml",
          ["-e", "workload=sft"] + model + ["-e", '{"trainer_overrides": {"trainer.save_freq": 0}}'],
          "field 'trainer_overrides.trainer.save_freq'"),
+        ("wandb logger without a key", "submit.yml",
+         ["-e", "workload=sft"] + model + ["-e", '{"trainer_overrides": {"trainer.logger": ["console", "wandb"]}}'],
+         "set mvp_wandb_api_key"),
         ("empty ray_workers", "site.yml", ["-i", no_workers], "at least one in ray_workers (found 0)"),
         ("two hosts in ray_head", "site.yml", ["-i", two_heads], "exactly one host in ray_head (found 2"),
         # --limit ray_nodes: the nodes as the platform gives them (prod), no container is (re)made.
