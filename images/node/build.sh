@@ -133,10 +133,11 @@ fi
 BASE="$BUILD_DIR/mvp-debootstrap-bookworm-$(echo "$PACKAGES" | sha256sum | cut -c1-8)"
 ROOTFS="$BUILD_DIR/mvp-rootfs-$TAG"
 MOUNTED=()
+STAGE=""
 cleanup() {
   local m
   for m in "${MOUNTED[@]}"; do umount "$m" 2>/dev/null || true; done
-  rm -rf "$ROOTFS" "$BUILD_DIR/mvp-venv-"*.partial
+  rm -rf "$ROOTFS" ${STAGE:+"$STAGE"}
 }
 trap cleanup EXIT
 
