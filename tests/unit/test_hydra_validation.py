@@ -59,5 +59,22 @@ def test_wrong_type_is_named(config_dir):
 
 def test_reward_function_path_reaches_the_custom_reward_override(config_dir):
     name, overrides = overrides_of("grpo", reward_fn_path="/private/user/code/reward.py")
-    assert "custom_reward_function.path=/private/user/code/reward.py" in overrides
+    # verl 0.9.1 reads reward.custom_reward_function (the top-level key is a legacy alias)
+    assert "reward.custom_reward_function.path=/private/user/code/reward.py" in overrides
     assert validate_overrides(config_dir, name, overrides) == []
+
+
+@pytest.mark.parametrize("workload", ["ppo", "grpo", "sft"])
+def test_local_inventory_cpu_overrides_compose(config_dir, workload):
+    with open(os.path.join(ROOT, "inventories/local/group_vars/all/10-local.yml")) as handle:
+        site = yaml.safe_load(handle)["mvp_job_overrides"]
+    assert workload in site
+    spec = mvp_job_spec({"workload": workload, "submission_id": "j"}, CATALOG, dict(DEFAULTS, site_overrides=site))
+    assert validate_overrides(config_dir, spec["hydra_config"], spec["hydra_overrides"]) == []
+
+
+def test_ppo_critic_starts_from_the_model_and_helpers_avoid_the_head():
+    _, overrides = overrides_of("ppo")
+    model = "/private/common/models/%s" % DEFAULTS["model"]
+    assert "critic.model.path=%s" % model in overrides and "actor_rollout_ref.model.path=%s" % model in overrides
+    assert "+transfer_queue.backend.SimpleStorage.required_node_resource=%s" % DEFAULTS["worker_resource"] in overrides

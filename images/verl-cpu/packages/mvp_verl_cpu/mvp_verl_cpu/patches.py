@@ -2,7 +2,8 @@
 
 * ``torch.distributed.init_process_group``: one ``gloo`` per device type;
 * ``EngineRegistry.get_engine_cls``: the FSDP engines (registered for cuda and
-  npu only) serve the ``cpu`` device too.
+  npu only) serve the ``cpu`` device too;
+* ``verl.utils.model.load_valuehead_model``: the critic loads with sdpa attention.
 
 Each is applied once, in the process that imports verl, and only where the
 plugin is installed (the CPU node image).
@@ -137,6 +138,33 @@ def after_import(name, patch):
         sys.meta_path.insert(0, _AfterImport(name, patch))
 
 
+def _patch_valuehead_loader(model_utils):
+    """Load value models (PPO's critic) with sdpa attention instead of flash-attention 2.
+
+    verl's ``load_valuehead_model`` (verl/utils/model.py) hard-codes
+    ``attn_implementation="flash_attention_2"`` and, when that fails, asks for trl
+    (shared VERL-ON-CPU.md row 14). On CPU the same token-classification model
+    loads with ``sdpa``.
+    """
+    original = model_utils.load_valuehead_model
+    if getattr(original, "_mvp_verl_cpu", False):
+        return
+
+    @functools.wraps(original)
+    def load_valuehead_model(local_path, torch_dtype, model_config, trust_remote_code):
+        from transformers import AutoModelForTokenClassification
+
+        try:
+            return AutoModelForTokenClassification.from_pretrained(
+                pretrained_model_name_or_path=local_path, torch_dtype=torch_dtype, config=model_config,
+                attn_implementation="sdpa", trust_remote_code=trust_remote_code)
+        except Exception:  # not a token-classification architecture: verl's own path
+            return original(local_path, torch_dtype, model_config, trust_remote_code)
+
+    load_valuehead_model._mvp_verl_cpu = True
+    model_utils.load_valuehead_model = load_valuehead_model
+
+
 def apply():
     """Apply every patch once (idempotent).
 
@@ -145,7 +173,8 @@ def apply():
     done = []
     for name, patch in (("init_process_group", _patch_init_process_group),
                         ("engine_registry", lambda: after_import("verl.workers.engine.base",
-                                                                 _patch_engine_registry))):
+                                                                 _patch_engine_registry)),
+                        ("valuehead_loader", lambda: after_import("verl.utils.model", _patch_valuehead_loader))):
         if name not in _APPLIED:
             patch()
             _APPLIED.add(name)
