@@ -13,7 +13,10 @@ the local inventory's CPU overrides), each round runs the same workload twice:
             made with mkdir
 
 and measures for each: wall time from invocation to return, and time to the first
-step in logs/metrics.jsonl (verl's file logger; polled every 0.2 s). It compares
+step in logs/metrics.jsonl (verl's file logger; polled every 0.2 s), the median
+`timing_s/step` after the first step, and this machine's used memory before and
+at its peak (MemTotal - MemAvailable, sampled every 0.5 s: the whole local
+cluster, since its nodes are containers here). It compares
 the runs: same number of steps, same step-1 value of the first key metric (a
 fixed seed). Rounds alternate which goes first. Goal: playbook wall <= 1.10 x raw.
 
@@ -65,17 +68,43 @@ def watch_first_step(job, started, result, stop):
         time.sleep(0.2)
 
 
+def used_memory_gib():
+    """This machine's used memory in GiB (MemTotal - MemAvailable from /proc/meminfo)."""
+    info = {}
+    with open("/proc/meminfo") as handle:
+        for line in handle:
+            key, _, rest = line.partition(":")
+            info[key] = int(rest.split()[0])
+    return (info["MemTotal"] - info["MemAvailable"]) / 1048576.0
+
+
+def watch_memory(result, stop):
+    """Record in result['peak_used_gib'] the highest used memory seen (sampled every 0.5 s)."""
+    peak = used_memory_gib()
+    while not stop.is_set():
+        peak = max(peak, used_memory_gib())
+        time.sleep(0.5)
+    result["peak_used_gib"] = round(peak, 2)
+
+
 def timed(job, argv, env=None):
-    """Run argv, watching job's metrics file; return dict with wall_s, first_step_s, rc, tail."""
-    result = {"job": job}
+    """Run argv, watching job's metrics file and the machine's memory.
+
+    :returns: dict with wall_s, first_step_s, rc, tail, idle_used_gib (before),
+        peak_used_gib (during), all memory figures for the whole machine.
+    """
+    result = {"job": job, "idle_used_gib": round(used_memory_gib(), 2)}
     stop = threading.Event()
     started = time.time()
     watcher = threading.Thread(target=watch_first_step, args=(job, started, result, stop), daemon=True)
     watcher.start()
+    memory = threading.Thread(target=watch_memory, args=(result, stop), daemon=True)
+    memory.start()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
     result["wall_s"] = round(time.time() - started, 2)
     stop.set()
     watcher.join(1)
+    memory.join(2)
     result["rc"] = proc.returncode
     result["tail"] = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
     if "first_step_s" in result:
@@ -140,9 +169,14 @@ def main():
             steps = metrics_of(run["job"])
             run["steps"] = max(steps) if steps else 0
             run["step1_%s" % metric] = steps.get(1, {}).get(metric)
-            print("round %d %-8s rc=%s wall %.1f s, first step %s s, steps %d, step-1 %s %s"
+            later = [steps[n].get("timing_s/step") for n in sorted(steps) if n > 1]
+            later = [t for t in later if isinstance(t, (int, float))]
+            run["step_s_after_first"] = round(statistics.median(later), 2) if later else None
+            print("round %d %-8s rc=%s wall %.1f s, first step %s s, steps %d, step-1 %s %s, step after the "
+                  "first %s s, memory %s -> peak %s GiB"
                   % (i, kind, run["rc"], run["wall_s"], run.get("first_step_s"), run["steps"], metric,
-                     run["step1_%s" % metric]), flush=True)
+                     run["step1_%s" % metric], run["step_s_after_first"], run["idle_used_gib"],
+                     run.get("peak_used_gib")), flush=True)
             if run["rc"] != 0:
                 print("\n".join(run["tail"]))
         rounds.append(runs)
@@ -154,6 +188,8 @@ def main():
         "playbook_first_step_s": median(r["playbook"].get("first_step_s") for r in rounds),
         "raw_first_step_s": median(r["raw"].get("first_step_s") for r in rounds),
         "overhead_ratio": round(pb_wall / raw_wall, 3) if pb_wall and raw_wall else None,
+        "peak_used_gib": max(r[k].get("peak_used_gib") or 0 for r in rounds for k in r),
+        "step_s_after_first": median(r[k].get("step_s_after_first") for r in rounds for k in r),
         "same_steps": all(r["playbook"]["steps"] == r["raw"]["steps"] > 0 for r in rounds),
         "same_step1_metric": all(r["playbook"]["step1_%s" % metric] == r["raw"]["step1_%s" % metric]
                                  is not None for r in rounds),
