@@ -7,7 +7,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest sft down test unit lint syntax molecule reliability faults bench
+.PHONY: setup engine demo cluster selftest sft down test unit lint syntax molecule reliability faults bench bench-train
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -47,6 +47,11 @@ faults: setup engine ## Fault table against the local cluster: kills, restarts a
 
 bench: setup engine ## Benchmarks (bench/run.py); writes bench/results/latest.json
 	python bench/run.py
+
+bench-train: setup engine ## Training jobs through submit.yml vs ray job submit (bench/train.py), sft then grpo
+	ansible-playbook site.yml
+	python bench/train.py --workload sft --repeat 2
+	python bench/train.py --workload grpo --repeat 1 --out bench/results/train-grpo.json
 
 test: setup engine ## Every test: unit, lint, syntax checks, molecule
 	bash tests/run.sh

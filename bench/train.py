@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
@@ -127,7 +128,7 @@ def raw_argv(spec, job):
     return ["docker", "exec", HEAD, RAY, "job", "submit", "--address", spec["address"],
             "--submission-id", job, "--entrypoint-num-cpus", str(spec["entrypoint_num_cpus"]),
             "--entrypoint-resources", json.dumps(spec["entrypoint_resources"]),
-            "--runtime-env-json", json.dumps(runtime_env), "--", entrypoint]
+            "--runtime-env-json", json.dumps(runtime_env), "--"] + shlex.split(entrypoint)
 
 
 def run_raw(spec, job):
