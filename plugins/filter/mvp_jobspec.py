@@ -157,8 +157,9 @@ def mvp_job_spec(request, catalog, defaults):
 
     overrides = dict(entry.get("trainer_overrides") or {})
     site = (defaults.get("site_overrides") or {}).get(workload) or {}
-    if not isinstance(site, dict) or set(site) - {"trainer_overrides", "env_vars"}:
-        _fail("mvp_job_overrides.%s" % workload, "must be a mapping with trainer_overrides and/or env_vars",
+    if not isinstance(site, dict) or set(site) - {"trainer_overrides", "env_vars", "reward_fn_path"}:
+        _fail("mvp_job_overrides.%s" % workload,
+              "must be a mapping with trainer_overrides, env_vars and/or reward_fn_path",
               "fix the inventory setting mvp_job_overrides")
     site_overrides = dict(site.get("trainer_overrides") or {})
     overrides.update(site_overrides)
@@ -184,7 +185,8 @@ def mvp_job_spec(request, catalog, defaults):
         _fail("model", "workload %s needs a model" % workload,
               "set model to a folder name under %s/common/models (or an absolute path), "
               "or mvp_model in the inventory" % shared_root)
-    reward = request.get("reward_fn_path")
+    # The request's reward function, else the inventory's for this workload.
+    reward = request.get("reward_fn_path") or site.get("reward_fn_path")
     if reward and not posixpath.normpath(reward).startswith(shared_root + "/"):
         _fail("reward_fn_path", "%s is outside shared_root %s" % (reward, shared_root),
               "put the reward function under %s/user/code/" % shared_root)
@@ -202,8 +204,8 @@ def mvp_job_spec(request, catalog, defaults):
         for key in _as_list(entry.get("model_key")):
             overrides[key] = model_path
         overrides["trainer.default_local_dir"] = posixpath.join(job_dir, "checkpoints")
-        if request.get("reward_fn_path"):
-            overrides[entry.get("reward_fn_key") or "custom_reward_function.path"] = request["reward_fn_path"]
+        if reward:
+            overrides.setdefault(entry.get("reward_fn_key") or "custom_reward_function.path", reward)
         if entry.get("worker_resource_key"):
             overrides.setdefault(entry["worker_resource_key"], defaults["worker_resource"])
         overrides.setdefault("trainer.experiment_name", submission_id)
@@ -257,7 +259,7 @@ def mvp_job_spec(request, catalog, defaults):
         "model": model,
         "model_path": model_path if entry.get("model_key") else None,
         "dataset": request.get("dataset"),
-        "reward_fn_path": request.get("reward_fn_path"),
+        "reward_fn_path": reward,
         "entrypoint": entrypoint,
         "runtime_env": runtime_env,
         "entrypoint_resources": resources,

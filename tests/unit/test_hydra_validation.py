@@ -3,6 +3,7 @@
 The verl wheel is downloaded at test time (pip download --no-deps; pure Python,
 about 1.5 MB) and only its verl/trainer/config tree is unpacked.
 """
+import json
 import os
 import subprocess
 import sys
@@ -67,7 +68,9 @@ def test_reward_function_path_reaches_the_custom_reward_override(config_dir):
 @pytest.mark.parametrize("workload", ["ppo", "grpo", "sft"])
 def test_local_inventory_cpu_overrides_compose(config_dir, workload):
     with open(os.path.join(ROOT, "inventories/local/group_vars/all/10-local.yml")) as handle:
-        site = yaml.safe_load(handle)["mvp_job_overrides"]
+        # the one Jinja expression there is the shared root
+        site = json.loads(json.dumps(yaml.safe_load(handle)["mvp_job_overrides"]).replace(
+            "{{ mvp_shared_root }}", DEFAULTS["shared_root"]))
     assert workload in site
     spec = mvp_job_spec({"workload": workload, "submission_id": "j"}, CATALOG, dict(DEFAULTS, site_overrides=site))
     assert validate_overrides(config_dir, spec["hydra_config"], spec["hydra_overrides"]) == []

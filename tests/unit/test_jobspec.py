@@ -149,8 +149,10 @@ LOCAL_INVENTORY = os.path.join(ROOT, "inventories/local/group_vars/all/10-local.
 
 
 def local_overrides():
+    """The local inventory's mvp_job_overrides, its one Jinja expression (the shared root) rendered."""
     with open(LOCAL_INVENTORY) as handle:
-        return yaml.safe_load(handle)["mvp_job_overrides"]
+        return json.loads(json.dumps(yaml.safe_load(handle)["mvp_job_overrides"]).replace(
+            "{{ mvp_shared_root }}", DEFAULTS["shared_root"]))
 
 
 @pytest.mark.parametrize("workload", ["ppo", "grpo", "sft"])
@@ -221,3 +223,19 @@ def test_malformed_inventory_overrides_name_the_setting():
         mvp_job_spec({"workload": "sft", "submission_id": "j"}, CATALOG,
                      dict(DEFAULTS, site_overrides={"sft": {"trainer_override": {}}}))
     assert "mvp_job_overrides.sft" in str(err.value)
+
+
+def test_inventory_reward_function_is_used_unless_the_request_names_one():
+    site = {"grpo": {"reward_fn_path": "/private/user/code/rewards/graded.py"}}
+    defaults = dict(DEFAULTS, site_overrides=site)
+    key = CATALOG["grpo"]["reward_fn_key"]
+    result = mvp_job_spec({"workload": "grpo", "submission_id": "j"}, CATALOG, defaults)
+    assert result["reward_fn_path"] == site["grpo"]["reward_fn_path"]
+    assert result["trainer_overrides"][key] == site["grpo"]["reward_fn_path"]
+    own = mvp_job_spec({"workload": "grpo", "submission_id": "j", "reward_fn_path": "/private/user/code/mine.py"},
+                       CATALOG, defaults)
+    assert own["trainer_overrides"][key] == "/private/user/code/mine.py"
+    with pytest.raises(Exception) as err:
+        mvp_job_spec({"workload": "grpo", "submission_id": "j"}, CATALOG,
+                     dict(DEFAULTS, site_overrides={"grpo": {"reward_fn_path": "/etc/reward.py"}}))
+    assert "reward_fn_path" in str(err.value)
