@@ -35,6 +35,9 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from check_training import read_metrics  # noqa: E402  (verl's file-logger format, read in one place)
+
 HOST_SHARED = "/srv/mvp/private"
 HEAD = "mvp-ray-head"
 RAY = "/opt/mvp/venv/bin/ray"
@@ -42,18 +45,11 @@ KEY_METRIC = {"sft": "train/loss", "grpo": "critic/score/mean", "ppo": "critic/s
 
 
 def metrics_of(job):
-    """Return {step: data} of a job's metrics.jsonl on the host (empty when missing)."""
-    path = os.path.join(HOST_SHARED, "jobs", job, "logs", "metrics.jsonl")
-    steps = {}
+    """Return {step: data} of a job's metrics.jsonl on the host (empty when missing or unreadable)."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    record = json.loads(line)
-                    steps.setdefault(int(record["step"]), {}).update(record["data"])
+        return read_metrics(os.path.join(HOST_SHARED, "jobs", job, "logs", "metrics.jsonl"))
     except (OSError, ValueError):
-        pass
-    return steps
+        return {}
 
 
 def watch_first_step(job, started, result, stop):

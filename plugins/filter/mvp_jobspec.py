@@ -38,19 +38,14 @@ METRICS_FILE = "metrics.jsonl"
 
 
 def _as_list(value):
-    """Return a catalog value that may be one string or a list of strings as a list."""
+    """Return a value that may be None, one string or a list as a list of str.
+
+    Used for catalog keys (``model_key``) and verl's ``trainer.logger`` (Hydra
+    accepts a single string there too).
+    """
     if not value:
         return []
-    return [value] if isinstance(value, str) else list(value)
-
-
-def _loggers(value):
-    """Return verl's ``trainer.logger`` value as a list of str (Hydra accepts a single string too)."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value]
+    return [value] if isinstance(value, str) else [str(v) for v in value]
 
 
 def _fail(field, problem, fix):
@@ -209,7 +204,7 @@ def mvp_job_spec(request, catalog, defaults):
         if entry.get("worker_resource_key"):
             overrides.setdefault(entry["worker_resource_key"], defaults["worker_resource"])
         overrides.setdefault("trainer.experiment_name", submission_id)
-        loggers = _loggers(overrides.get("trainer.logger"))
+        loggers = _as_list(overrides.get("trainer.logger"))
         if "wandb" in loggers and not defaults.get("wandb_key_set"):
             _fail("trainer_overrides.trainer.logger", "asks for wandb but no W&B API key is configured",
                   "set mvp_wandb_api_key (keep it in Ansible Vault; it reaches the workers' environment, "
@@ -232,7 +227,7 @@ def mvp_job_spec(request, catalog, defaults):
     if not isinstance(user_env, dict):
         _fail("env_vars", "is not a mapping", "give NAME: value pairs")
     env_vars.update({str(k): str(v) for k, v in user_env.items()})
-    if entry.get("module") and "file" in _loggers(overrides.get("trainer.logger")):
+    if entry.get("module") and "file" in _as_list(overrides.get("trainer.logger")):
         env_vars["VERL_FILE_LOGGER_PATH"] = posixpath.join(job_dir, "logs", METRICS_FILE)
     env_vars["PYTHONPATH"] = "%s:%s:${PYTHONPATH}" % (code_path, tools)
     env_vars["MVP_SUBMISSION_ID"] = submission_id

@@ -57,6 +57,21 @@ def auth_headers(token):
     return {"Authorization": "Bearer %s" % token} if token else {}
 
 
+def _getter(obj):
+    """Return ``get(key, default=None)`` over a dict or an object's attributes (Ray's state dataclasses)."""
+    return obj.get if isinstance(obj, dict) else (lambda k, d=None: getattr(obj, k, d))
+
+
+def schedulable_resources(resources):
+    """Drop the resources no job asks for (``node:<ip>`` markers, memory, object store) from a mapping.
+
+    :param resources: dict resource name -> amount (a node's ``resources_total``).
+    :returns: dict, the same without those keys.
+    """
+    return {k: v for k, v in resources.items()
+            if not k.startswith("node:") and k not in ("memory", "object_store_memory")}
+
+
 def node_to_dict(node):
     """Convert a ``ray.util.state.common.NodeState`` to a plain dict.
 
@@ -64,7 +79,7 @@ def node_to_dict(node):
     :returns: dict with node_id, node_ip, node_name, is_head_node, state,
         resources_total (dict of resource name -> float).
     """
-    get = node.get if isinstance(node, dict) else (lambda k, d=None: getattr(node, k, d))
+    get = _getter(node)
     return {
         "node_id": get("node_id"),
         "node_ip": get("node_ip"),
@@ -136,7 +151,7 @@ def list_pending_placement_groups(state_module, address, timeout=30):
                                                 raise_on_missing_output=False)
     result = []
     for group in groups:
-        get = group.get if isinstance(group, dict) else (lambda k, d=None, g=group: getattr(g, k, d))
+        get = _getter(group)
         result.append({
             "placement_group_id": get("placement_group_id"),
             "name": get("name") or "",
@@ -217,9 +232,7 @@ def stalled_message(submission_id, stalled, nodes, timeout):
                 "scheduling_state") else "")
         for group, age in stalled)
     offered = ", ".join(
-        "%s %s" % (n["node_ip"], json.dumps({k: v for k, v in sorted(n["resources_total"].items())
-                                            if not k.startswith("node:") and k not in (
-                                                "memory", "object_store_memory", "accelerator_type")}))
+        "%s %s" % (n["node_ip"], json.dumps(schedulable_resources(n["resources_total"]), sort_keys=True))
         for n in nodes if n["state"] == "ALIVE")
     return ("Ray job %s asked for placement groups that stayed PENDING longer than %s s (the "
             "placement-group deadline): %s. No ALIVE node offers that shape (nodes: %s). The job was "

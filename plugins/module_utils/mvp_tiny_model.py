@@ -183,11 +183,6 @@ def build_in_subprocess(dest, spec, texts, python=None, timeout=1800):
     raise RuntimeError("building the tiny model failed (rc=%s): %s" % (proc.returncode, tail))
 
 
-def spec_record(spec):
-    """The JSON text that identifies a spec (sorted keys), for comparing a model on disk with a request."""
-    return json.dumps(spec, sort_keys=True)
-
-
 def read_spec(target, manifest_name):
     """Return the ``tiny`` spec recorded in *target*'s manifest, or None when there is none."""
     try:

@@ -183,7 +183,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.mvp_files import write_text_atomic
 from ansible.module_utils.mvp_ray import (
     TERMINAL_STATUSES, auth_headers, bundle_shapes, import_ray, job_info_or_none, list_nodes,
-    list_pending_placement_groups, node_ip_for, stalled_message, stalled_placement_groups, summarize)
+    list_pending_placement_groups, node_ip_for, schedulable_resources, stalled_message, stalled_placement_groups,
+    summarize)
 
 
 def details_to_dict(details):
@@ -210,9 +211,8 @@ def pending_message(job, params, nodes):
     offered = {}
     for node in nodes:
         if node["state"] == "ALIVE":
-            for key, value in node["resources_total"].items():
-                if not key.startswith("node:") and key not in ("memory", "object_store_memory"):
-                    offered[key] = offered.get(key, 0) + value
+            for key, value in schedulable_resources(node["resources_total"]).items():
+                offered[key] = offered.get(key, 0) + value
     return (
         "Ray job %s still PENDING after %ss: no ALIVE node offers entrypoint_resources=%s "
         "with entrypoint_num_cpus=%s (ALIVE nodes offer %s). The job was stopped. Start workers "
