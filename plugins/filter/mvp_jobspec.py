@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - unit tests always have ansible
 SUBMISSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 REQUEST_KEYS = frozenset([
     "submission_id", "workload", "shared_root", "code_id", "code_path", "reward_fn_path",
-    "model", "dataset", "ray", "trainer_overrides", "env_vars",
+    "model", "dataset", "ray", "trainer_overrides", "env_vars", "resume_from",
 ])
 RAY_KEYS = frozenset(["address", "entrypoint_resources", "entrypoint_num_cpus", "runtime_env"])
 TOOLS_SUBDIR = "common/code/mvp_tools"
@@ -91,6 +91,64 @@ def mvp_submission_id(workload, stamp, suffix):
     return "%s-%s-%s" % (workload, stamp, suffix)
 
 
+def _world_size(overrides):
+    """Processes of a verl trainer: trainer.nnodes x trainer.n_gpus_per_node (verl's defaults 1 and 8)."""
+    try:
+        return int(overrides.get("trainer.nnodes", 1)) * int(overrides.get("trainer.n_gpus_per_node", 8))
+    except (TypeError, ValueError):
+        return None
+
+
+def _resume(request, entry, workload, overrides, user_overrides, shared_root, defaults, notes):
+    """Point a job at the newest checkpoint of the run named by ``resume_from``.
+
+    Sets the catalog's ``resume`` keys (verl: ``trainer.resume_mode=resume_path``,
+    ``trainer.resume_from_path=<job>/checkpoints/global_step_N``) in ``overrides``.
+
+    :returns: dict ``{submission_id, step, path, world_size}`` or None without resume_from.
+    :raises AnsibleFilterError: when the earlier run is unknown, of another workload,
+        has no checkpoint or was trained with another world size, or when the request
+        sets the resume keys itself.
+    """
+    earlier = request.get("resume_from")
+    if earlier is None:
+        return None
+    if not isinstance(earlier, str) or not SUBMISSION_ID_RE.match(earlier):
+        _fail("resume_from", "%r is not a submission id" % (earlier,),
+              "give the submission_id of an earlier job of this workload (status.yml lists them)")
+    keys = entry.get("resume")
+    if not entry.get("module") or not keys:
+        _fail("resume_from", "workload %s cannot continue from a checkpoint" % workload,
+              "drop resume_from (only workloads with `resume` keys in the catalog resume)")
+    run = defaults.get("resume_run")
+    if not run:
+        _fail("resume_from", "no job directory %s/jobs/%s" % (shared_root, earlier),
+              "give the submission_id of an earlier job (status.yml lists the job directories)")
+    if run.get("workload") != workload:
+        _fail("resume_from", "%s is a %s job, this is %s" % (earlier, run.get("workload"), workload),
+              "resume from a job of the same workload")
+    ckpt = run.get("checkpoint")
+    if not ckpt:
+        _fail("resume_from", "%s saved no checkpoint (no global_step_N under %s/jobs/%s/checkpoints)"
+              % (earlier, shared_root, earlier),
+              "resume from a job that reached trainer.save_freq steps, or lower save_freq in its next run")
+    world = _world_size(overrides)
+    if ckpt.get("world_size") and world and ckpt["world_size"] != world:
+        _fail("resume_from", "%s was trained with world size %d (checkpoint %s), this job has %d "
+              "(trainer.nnodes x trainer.n_gpus_per_node)" % (earlier, ckpt["world_size"], ckpt["path"], world),
+              "set trainer.nnodes and trainer.n_gpus_per_node so that their product is %d" % ckpt["world_size"])
+    for key in (keys["mode_key"], keys["path_key"]):
+        if key in user_overrides:
+            _fail("trainer_overrides.%s" % key, "is set by resume_from",
+                  "drop it from trainer_overrides, resume_from picks the checkpoint")
+    overrides[keys["mode_key"]] = "resume_path"
+    overrides[keys["path_key"]] = ckpt["path"]
+    notes.append("continues %s from its checkpoint at step %d (%s); it trains until trainer.total_epochs"
+                 % (earlier, ckpt["step"], ckpt["path"]))
+    return {"submission_id": earlier, "step": ckpt["step"], "path": ckpt["path"],
+            "world_size": ckpt.get("world_size")}
+
+
 def mvp_job_spec(request, catalog, defaults):
     """Build and validate the job spec of one submission.
 
@@ -102,7 +160,10 @@ def mvp_job_spec(request, catalog, defaults):
         catalog's ``driver_device.key`` on to its worker group),
         ``site_overrides`` (the inventory's ``mvp_job_overrides``: workload ->
         {trainer_overrides, env_vars}, applied between the catalog and the
-        request) and ``wandb_key_set`` (bool: a W&B key reaches the workers).
+        request), ``wandb_key_set`` (bool: a W&B key reaches the workers),
+        ``resume_run`` (the earlier run named by the request's ``resume_from``, as
+        ``mvp_job_runs`` returns it, or None when it has no job directory) and
+        ``repeat`` (``{group, index, count}`` of ``submit.yml -e repeat=N``, or None).
     :returns: dict with submission_id, workload, shared_root, job_dir, code_id,
         code_path, entrypoint, runtime_env, entrypoint_resources,
         entrypoint_num_cpus, trainer_overrides, hydra_config, hydra_overrides
@@ -110,7 +171,10 @@ def mvp_job_spec(request, catalog, defaults):
         gpus_requested, model, model_path, dataset, reward_fn_path, address,
         notes (list of str: decisions the user should know about),
         site_overrides (what the inventory added), metrics_file (verl's file
-        logger output, ``<job_dir>/logs/metrics.jsonl``, or None).
+        logger output, ``<job_dir>/logs/metrics.jsonl``, or None), world_size
+        (trainer.nnodes x trainer.n_gpus_per_node, None for scripts), resume_from
+        (``{submission_id, step, path, world_size}`` of the checkpoint it continues,
+        or None) and repeat.
     :raises AnsibleFilterError: naming the field and the fix.
     """
     if not isinstance(request, dict):
@@ -204,6 +268,7 @@ def mvp_job_spec(request, catalog, defaults):
         if entry.get("worker_resource_key"):
             overrides.setdefault(entry["worker_resource_key"], defaults["worker_resource"])
         overrides.setdefault("trainer.experiment_name", submission_id)
+        resumed = _resume(request, entry, workload, overrides, user_overrides, shared_root, defaults, notes)
         loggers = _as_list(overrides.get("trainer.logger"))
         if "wandb" in loggers and not defaults.get("wandb_key_set"):
             _fail("trainer_overrides.trainer.logger", "asks for wandb but no W&B API key is configured",
@@ -211,6 +276,7 @@ def mvp_job_spec(request, catalog, defaults):
                   "never the job's files), or drop wandb from trainer.logger (console and file work offline)")
         program = [python, "-u", "-m", entry["module"]] + hydra_overrides(overrides)
     else:
+        resumed = _resume(request, entry, workload, overrides, user_overrides, shared_root, defaults, notes)
         program = [python, "-u", posixpath.join(tools, entry["script"]),
                    "--job-dir", job_dir, "--shared-root", shared_root,
                    "--expect-workers", str(defaults.get("expect_workers", 1)),
@@ -269,6 +335,9 @@ def mvp_job_spec(request, catalog, defaults):
         "notes": notes,
         "site_overrides": site,
         "metrics_file": env_vars.get("VERL_FILE_LOGGER_PATH"),
+        "world_size": _world_size(overrides) if entry.get("module") else None,
+        "resume_from": resumed,
+        "repeat": defaults.get("repeat") or None,
     }
 
 

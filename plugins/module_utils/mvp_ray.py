@@ -48,6 +48,21 @@ def job_info_or_none(client, submission_id):
         raise
 
 
+JOB_FIELDS = ("submission_id", "status", "start_time", "end_time", "driver_node_id",
+              "driver_exit_code", "message", "entrypoint", "metadata")
+
+
+def job_row(details):
+    """Reduce a Ray JobDetails to the JOB_FIELDS, with the status as a plain string.
+
+    :param details: ``ray.job_submission.JobDetails`` (from ``list_jobs``/``get_job_info``).
+    :returns: dict; ``start_time``/``end_time`` in milliseconds since the epoch (Ray's unit).
+    """
+    row = {field: getattr(details, field, None) for field in JOB_FIELDS}
+    row["status"] = str(row["status"]).split(".")[-1]
+    return row
+
+
 def auth_headers(token):
     """Return HTTP headers for Ray token authentication.
 

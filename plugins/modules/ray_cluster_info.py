@@ -82,17 +82,7 @@ jobs:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.mvp_ray import import_ray, list_nodes, summarize
-
-JOB_FIELDS = ("submission_id", "status", "start_time", "end_time", "driver_node_id",
-              "driver_exit_code", "message", "entrypoint", "metadata")
-
-
-def job_row(details):
-    """Reduce a Ray JobDetails to the JOB_FIELDS, with the status as a plain string."""
-    row = {field: getattr(details, field, None) for field in JOB_FIELDS}
-    row["status"] = str(row["status"]).split(".")[-1]
-    return row
+from ansible.module_utils.mvp_ray import import_ray, job_row, list_nodes, summarize
 
 
 def main():

@@ -95,6 +95,13 @@ options:
         is terminal or, with I(state=info), whenever the module runs. The file is
         written to a temporary name, then renamed.
     type: path
+  status_dest:
+    description:
+      - File to write the job's status to, as JSON with C(submission_id), C(status),
+        C(message), C(start_time), C(end_time) (ms since the epoch), C(driver_exit_code)
+        and C(recorded_at) (s since the epoch); written whenever I(log_dest) is. The
+        job directory keeps it after Ray forgets the job (status.yml, report.yml).
+    type: path
   placement_dest:
     description:
       - File to write the placement to once the job has a driver node, as JSON with
@@ -315,6 +322,17 @@ class RayJob(object):
         result["log_dest"] = dest
         result["changed"] = True
 
+    def write_status(self, job, result):
+        """Write the job's status atomically to status_dest."""
+        dest = self.params["status_dest"]
+        if not dest or self.module.check_mode or job is None:
+            return
+        record = {key: job.get(key) for key in ("submission_id", "message", "start_time", "end_time",
+                                                 "driver_exit_code")}
+        record.update(status=status_of(job), recorded_at=round(time.time(), 3))
+        write_text_atomic(dest, json.dumps(record, indent=4, sort_keys=True) + "\n")
+        result["changed"] = True
+
     def add_placement(self, job, result):
         """Add driver_node_ip and head_node_ip once the job has a driver node."""
         if not job or not job.get("driver_node_id"):
@@ -374,6 +392,7 @@ class RayJob(object):
             self.check_placement_groups(job, {})
         if job is not None and (state == "info" or status_of(job) in TERMINAL_STATUSES):
             self.write_log(result)
+            self.write_status(job, result)
         self.add_placement(job, result)
         self.module.exit_json(job=job, **result)
 
@@ -400,6 +419,7 @@ def main():
             pg_check_interval=dict(type="float", default=5.0),
             log_dest=dict(type="path"),
             placement_dest=dict(type="path"),
+            status_dest=dict(type="path"),
             worker_resource=dict(type="str", default="worker_node"),
         ),
         supports_check_mode=True,

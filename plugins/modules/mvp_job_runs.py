@@ -1,0 +1,223 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: read job directories on the shared storage as training runs."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: mvp_job_runs
+short_description: Read job directories as training runs (status, steps, metrics, checkpoints)
+description:
+  - Reads C(<jobs_dir>/<submission_id>/) as written by submit.yml and verl - the job spec
+    (C(config/job_spec.json)), the last recorded status (C(logs/status.json)), verl's
+    metrics (C(logs/metrics.jsonl), file logger) and the newest checkpoint (C(checkpoints/)).
+  - The job directories outlive the cluster; when I(address) answers, Ray's job table
+    gives the live status of the jobs it knows (one C(list_jobs) call), else the
+    recorded status is used.
+  - Selects runs by id (I(submission_ids)), or the newest I(last) of a workload or of a
+    repeat group; runs a selected run resumed from are returned in C(parents).
+  - Read only; runs on a node that mounts the shared storage (the head).
+options:
+  jobs_dir:
+    description: The jobs folder, C(<mvp_shared_root>/jobs).
+    type: path
+    required: true
+  submission_ids:
+    description: Runs to read, in this order. Ids without a job directory are returned in C(missing).
+    type: list
+    elements: str
+    default: []
+  workload:
+    description: Without I(submission_ids), only runs of this workload.
+    type: str
+  group:
+    description: Without I(submission_ids), only runs of this repeat group (C(repeat.group) of the spec).
+    type: str
+  last:
+    description: Without I(submission_ids), the newest N matching runs (0 - all), returned oldest first.
+    type: int
+    default: 0
+  metrics:
+    description: Metric names to read from C(metrics.jsonl); empty - every metric.
+    type: list
+    elements: str
+    default: []
+  series:
+    description: Return each metric's full series (C([[step, value], ...])); false - the last values only.
+    type: bool
+    default: true
+  address:
+    description: Ray Jobs API (dashboard) for live statuses; empty - recorded statuses only.
+    type: str
+    default: ""
+author: MVP project
+"""
+
+EXAMPLES = r"""
+- name: Report | Read the last three SFT runs
+  mvp_job_runs:
+    jobs_dir: /private/jobs
+    workload: sft
+    last: 3
+    metrics: [train/loss, val/loss]
+    address: http://127.0.0.1:8265
+  register: runs
+
+- name: Submit | Find the checkpoint to resume from
+  mvp_job_runs:
+    jobs_dir: /private/jobs
+    submission_ids: [sft-20261122-143029-669f9a]
+    series: false
+"""
+
+RETURN = r"""
+runs:
+  description: The selected runs, in the order asked (by id) or oldest first.
+  type: list
+  elements: dict
+  returned: always
+  contains:
+    submission_id: {description: "the job's id", type: str}
+    job_dir: {description: "its folder", type: str}
+    spec: {description: "config/job_spec.json (null when unreadable)", type: dict}
+    workload: {description: "from the spec", type: str}
+    code_id: {description: "from the spec", type: str}
+    model: {description: "from the spec", type: str}
+    created: {description: "when job_spec.json was written (seconds since the epoch)", type: float}
+    status: {description: "Ray's live status, else the recorded one, else UNKNOWN", type: str}
+    status_source: {description: "ray, recorded or none", type: str}
+    start_time: {description: "ms since the epoch (Ray's)", type: int}
+    end_time: {description: "ms since the epoch (Ray's), null while running", type: int}
+    wall_s: {description: "seconds from start to end (or to now while running)", type: float}
+    last_step: {description: "highest step in metrics.jsonl (0 - none yet)", type: int}
+    last: {description: "last value of each read metric", type: dict}
+    series: {description: "metric -> [[step, value], ...] (with series=true)", type: dict}
+    checkpoint: {description: "newest checkpoint {step, path, world_size} or null", type: dict}
+    resume_from: {description: "the spec's resume_from {submission_id, step, path, world_size} or null", type: dict}
+    repeat: {description: "the spec's repeat {group, index, count} or null", type: dict}
+parents:
+  description: Runs a selected run resumed from (recursively), not selected themselves.
+  type: list
+  elements: dict
+  returned: always
+missing:
+  description: Asked ids that have no job directory.
+  type: list
+  elements: str
+  returned: always
+ray_error:
+  description: Why Ray's job table could not be read (statuses are then the recorded ones).
+  type: str
+  returned: when address was given and Ray did not answer
+"""
+
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.mvp_runs import list_job_dirs, read_run
+from ansible.module_utils.mvp_ray import job_row
+
+ID_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def ray_table(address):
+    """Return ({submission_id: job row}, error text or None) from Ray's job table."""
+    if not address:
+        return {}, None
+    try:
+        from ray.job_submission import JobSubmissionClient
+
+        jobs = JobSubmissionClient(address).list_jobs()
+    except Exception as exc:  # Ray unreachable, not installed, or the cluster is gone
+        return {}, ("%s" % exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return {row["submission_id"]: row for row in (job_row(j) for j in jobs) if row["submission_id"]}, None
+
+
+def add_status(run, table, now):
+    """Set status, status_source, start_time, end_time and wall_s of a run."""
+    live = table.get(run["submission_id"])
+    recorded = run.get("recorded_status") if isinstance(run.get("recorded_status"), dict) else None
+    source = live or recorded
+    run["status"] = (source or {}).get("status") or "UNKNOWN"
+    run["status_source"] = "ray" if live else ("recorded" if recorded else "none")
+    run["start_time"] = (source or {}).get("start_time")
+    run["end_time"] = (source or {}).get("end_time")
+    run["wall_s"] = None
+    if run["start_time"]:
+        end = run["end_time"] or (now * 1000.0 if run["status"] in ("RUNNING", "PENDING") else None)
+        if end:
+            run["wall_s"] = round((end - run["start_time"]) / 1000.0, 1)
+
+
+def main():
+    """Module entry point."""
+    module = AnsibleModule(
+        argument_spec=dict(
+            jobs_dir=dict(type="path", required=True),
+            submission_ids=dict(type="list", elements="str", default=[]),
+            workload=dict(type="str"),
+            group=dict(type="str"),
+            last=dict(type="int", default=0),
+            metrics=dict(type="list", elements="str", default=[]),
+            series=dict(type="bool", default=True),
+            address=dict(type="str", default=""),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    jobs_dir = params["jobs_dir"]
+    keys = params["metrics"] or None
+    if not os.path.isdir(jobs_dir):
+        module.fail_json(msg="jobs_dir %s is not a folder: is the shared storage mounted (site.yml)?" % jobs_dir)
+    for rid in params["submission_ids"]:
+        if not rid or set(rid) - ID_CHARS or rid[0] in "._-":
+            module.fail_json(msg="submission_ids: %r is not a submission id (letters, digits, '.', '_', '-')" % rid)
+
+    def read(rid):
+        return read_run(os.path.join(jobs_dir, rid), keys, params["series"])
+
+    missing = []
+    runs = []
+    if params["submission_ids"]:
+        for rid in params["submission_ids"]:
+            if os.path.isdir(os.path.join(jobs_dir, rid)):
+                runs.append(read(rid))
+            else:
+                missing.append(rid)
+    else:
+        for rid, _ in list_job_dirs(jobs_dir):
+            run = read(rid)
+            if params["workload"] and run["workload"] != params["workload"]:
+                continue
+            if params["group"] and (run.get("repeat") or {}).get("group") != params["group"]:
+                continue
+            runs.append(run)
+            if params["last"] and len(runs) >= params["last"]:
+                break
+        runs.reverse()
+
+    selected = {r["submission_id"] for r in runs}
+    parents = []
+    queue = [r for r in runs]
+    while queue:
+        parent_id = ((queue.pop(0).get("resume_from") or {}).get("submission_id"))
+        if parent_id and parent_id not in selected and os.path.isdir(os.path.join(jobs_dir, parent_id)):
+            selected.add(parent_id)
+            parent = read(parent_id)
+            parents.append(parent)
+            queue.append(parent)
+
+    table, ray_error = ray_table(params["address"])
+    now = time.time()
+    for run in runs + parents:
+        add_status(run, table, now)
+    result = dict(changed=False, runs=runs, parents=parents, missing=missing)
+    if ray_error:
+        result["ray_error"] = ray_error
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
