@@ -145,6 +145,13 @@ def _resume(request, entry, workload, overrides, user_overrides, shared_root, de
     overrides[keys["path_key"]] = ckpt["path"]
     notes.append("continues %s from its checkpoint at step %d (%s); it trains until trainer.total_epochs"
                  % (earlier, ckpt["step"], ckpt["path"]))
+    earlier_overrides = (run.get("spec") or {}).get("trainer_overrides") or {}
+    if ckpt["step"] == run.get("last_step") and all(
+            str(overrides.get(key)) == str(earlier_overrides.get(key))
+            for key in ("trainer.total_epochs", "trainer.total_training_steps")):
+        notes.append("%s ended at step %d with the same trainer.total_epochs and trainer.total_training_steps: "
+                     "verl restores its data loader at the end, so this job has nothing left to train; "
+                     "raise one of them to train further" % (earlier, ckpt["step"]))
     return {"submission_id": earlier, "step": ckpt["step"], "path": ckpt["path"],
             "world_size": ckpt.get("world_size")}
 

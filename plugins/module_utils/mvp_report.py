@@ -18,6 +18,7 @@ A run that ended FAILED or STOPPED is a regression against a baseline that did n
 from __future__ import annotations
 
 import json
+import re
 
 BAD_STATUSES = ("FAILED", "STOPPED")
 # matplotlib's default colour cycle (tab10): line i of a plot has COLORS[i % 10].
@@ -42,13 +43,14 @@ def check_metric_spec(spec, where):
     better = spec.get("better", "none")
     if better not in ("lower", "higher", "none"):
         raise ValueError("%s.better is %r: use lower, higher or none" % (where, better))
-    tol = spec.get("tolerance") or {}
+    tol = spec.get("tolerance")
+    tol = {} if tol is None else tol
     if not isinstance(tol, dict) or set(tol) - {"abs", "rel"}:
         raise ValueError("%s.tolerance must be a mapping with abs and/or rel (numbers >= 0)" % where)
     for name in ("abs", "rel"):
         value = tol.get(name, 0)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise ValueError("%s.tolerance.%s is %r: give a number >= 0" % (where, name, value))
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or value == float("inf"):
+            raise ValueError("%s.tolerance.%s is %r: give a finite number >= 0" % (where, name, value))
     return {"key": spec["key"], "unit": str(spec.get("unit") or ""), "better": better,
             "tolerance": {"abs": float(tol.get("abs", 0)), "rel": float(tol.get("rel", 0))}}
 
@@ -122,14 +124,24 @@ def compare(points, base_points, spec):
             "verdict": verdict}
 
 
-def _normalise(value, submission_id):
-    """Replace a run's own id in every string of a job spec, so per-run paths compare equal."""
+def _id_pattern(submission_id):
+    """Regex matching a submission id as a whole token: not inside a longer id or word.
+
+    Characters a submission id may contain (``[A-Za-z0-9._-]``) may not border the match,
+    so ``run-1`` matches ``/private/jobs/run-1/logs`` but not ``run-10`` or ``prerun-1``.
+    """
+    return re.compile(r"(?<![A-Za-z0-9._-])%s(?![A-Za-z0-9._-])" % re.escape(submission_id))
+
+
+def _normalise(value, pattern):
+    """Replace a run's own id (``pattern`` from ``_id_pattern``) in every string of a job spec,
+    so per-run paths compare equal."""
     if isinstance(value, str):
-        return value.replace(submission_id, "<submission_id>")
+        return pattern.sub("<submission_id>", value)
     if isinstance(value, dict):
-        return {k: _normalise(v, submission_id) for k, v in value.items()}
+        return {k: _normalise(v, pattern) for k, v in value.items()}
     if isinstance(value, list):
-        return [_normalise(v, submission_id) for v in value]
+        return [_normalise(v, pattern) for v in value]
     return value
 
 
@@ -158,7 +170,7 @@ def spec_diff(runs):
     for run in runs:
         spec = {k: v for k, v in (run.get("spec") or {}).items() if k not in SPEC_DIFF_SKIP}
         out = {}
-        _flatten(_normalise(spec, run["submission_id"]), "", out)
+        _flatten(_normalise(spec, _id_pattern(run["submission_id"])), "", out)
         flat[run["submission_id"]] = out
     fields = sorted(set().union(*[set(v) for v in flat.values()])) if flat else []
     diff = []

@@ -88,6 +88,25 @@ def cases(tmp, existing_id):
         ("unknown JobSpec key", "submit.yml",
          ["-e", "jobspec=" + write(os.path.join(tmp, "typo.yaml"), "workload: selftest\nworklaod: x\n")],
          "field 'worklaod': unknown key"),
+        ("repeat 0", "submit.yml", ["-e", "workload=selftest", "-e", "repeat=0"],
+         "repeat must be a whole number >= 1 (got 0)"),
+        ("resume_from an unknown job", "submit.yml", ["-e", "workload=sft"] + model + ["-e", "resume_from=no-such-job"],
+         "field 'resume_from': no job directory /private/jobs/no-such-job"),
+        ("resume_from a job of another workload", "submit.yml",
+         ["-e", "workload=sft"] + model + ["-e", "resume_from=" + existing_id],
+         "field 'resume_from': %s is a selftest job, this is sft" % existing_id),
+        ("resume_from a job without checkpoint", "submit.yml",
+         ["-e", "workload=sft"] + model + ["-e", "resume_from=bad-input-sft-no-ckpt"],
+         "field 'resume_from': bad-input-sft-no-ckpt saved no checkpoint"),
+        ("resume_from another world size", "submit.yml",
+         ["-e", "workload=sft"] + model + ["-e", "resume_from=bad-input-sft-ws3"],
+         "field 'resume_from': bad-input-sft-ws3 was trained with world size 3"),
+        ("report without runs", "report.yml", [], "Name the runs: -e submission_ids=A,B"),
+        ("report of an unknown job", "report.yml", ["-e", "submission_ids=no-such-job"],
+         "no job directory for no-such-job under /private/jobs"),
+        ("report with a foreign baseline", "report.yml",
+         ["-e", "submission_ids=" + existing_id, "-e", "baseline=no-such-job"],
+         "baseline no-such-job is not one of the runs (%s)" % existing_id),
     ]
 
 
@@ -110,6 +129,13 @@ def prepare(host_shared, head_container):
     broken = os.path.join(host_shared, "common/code/verl/bad-input-no-marker/verl")
     os.makedirs(broken, exist_ok=True)
     write(os.path.join(broken, "__init__.py"), "")
+    # Earlier sft jobs to resume from: one that saved no checkpoint, one trained by 3 processes.
+    for name, ckpt in (("bad-input-sft-no-ckpt", None), ("bad-input-sft-ws3", "global_step_2")):
+        os.makedirs(os.path.join(host_shared, "jobs", name, "config"), exist_ok=True)
+        write(os.path.join(host_shared, "jobs", name, "config/job_spec.json"), '{"workload": "sft"}\n')
+        if ckpt:
+            os.makedirs(os.path.join(host_shared, "jobs", name, "checkpoints", ckpt), exist_ok=True)
+            write(os.path.join(host_shared, "jobs", name, "checkpoints", ckpt, "model_world_size_3_rank_0.pt"), "")
     return cleanup
 
 

@@ -239,3 +239,82 @@ def test_inventory_reward_function_is_used_unless_the_request_names_one():
         mvp_job_spec({"workload": "grpo", "submission_id": "j"}, CATALOG,
                      dict(DEFAULTS, site_overrides={"grpo": {"reward_fn_path": "/etc/reward.py"}}))
     assert "reward_fn_path" in str(err.value)
+
+
+def earlier_run(workload="sft", step=6, world_size=None, submission_id="sft-old"):
+    """An earlier run as mvp_job_runs returns it (checkpoint world size from the catalog's shape by default)."""
+    overrides = CATALOG[workload]["trainer_overrides"]
+    if world_size is None:
+        world_size = overrides["trainer.nnodes"] * overrides["trainer.n_gpus_per_node"]
+    path = "/private/jobs/%s/checkpoints/global_step_%d" % (submission_id, step)
+    return {"submission_id": submission_id, "workload": workload,
+            "checkpoint": {"step": step, "path": path, "world_size": world_size}}
+
+
+def resume_spec(run, **request):
+    request.setdefault("submission_id", "job-2")
+    request.setdefault("resume_from", "sft-old")
+    return mvp_job_spec(request, CATALOG, dict(DEFAULTS, resume_run=run))
+
+
+@pytest.mark.parametrize("workload", ["sft", "grpo", "ppo"])
+def test_resume_from_points_the_trainer_at_the_newest_checkpoint(workload):
+    run = earlier_run(workload, step=6)
+    result = resume_spec(run, workload=workload)
+    keys = CATALOG[workload]["resume"]
+    words = argv(result["entrypoint"])
+    assert "%s=resume_path" % keys["mode_key"] in words
+    assert "%s=%s" % (keys["path_key"], run["checkpoint"]["path"]) in words
+    assert result["resume_from"] == {"submission_id": "sft-old", "step": 6, "path": run["checkpoint"]["path"],
+                                     "world_size": run["checkpoint"]["world_size"]}
+    # The new job still writes its own checkpoints.
+    assert "trainer.default_local_dir=/private/jobs/job-2/checkpoints" in words
+
+
+@pytest.mark.parametrize("run, request_extra, message", [
+    (None, {}, "no job directory /private/jobs/sft-old"),
+    (earlier_run("grpo"), {}, "sft-old is a grpo job, this is sft"),
+    (dict(earlier_run(), checkpoint=None), {}, "sft-old saved no checkpoint"),
+    (earlier_run(world_size=3), {}, "sft-old was trained with world size 3"),
+    (earlier_run(), {"resume_from": "../x"}, "'../x' is not a submission id"),
+    (earlier_run(), {"trainer_overrides": {"trainer.resume_mode": "auto"}}, "is set by resume_from"),
+])
+def test_resume_from_refusals_name_the_field(run, request_extra, message):
+    with pytest.raises(Exception) as err:
+        resume_spec(run, workload="sft", **request_extra)
+    assert message in str(err.value)
+    assert "resume_from" in str(err.value)
+
+
+def test_resume_world_size_follows_the_request_overrides():
+    run = earlier_run(world_size=6)
+    result = resume_spec(run, workload="sft",
+                         trainer_overrides={"trainer.nnodes": 3, "trainer.n_gpus_per_node": 2})
+    assert result["world_size"] == 6 and result["resume_from"]["world_size"] == 6
+
+
+def test_selftest_cannot_resume():
+    with pytest.raises(Exception) as err:
+        resume_spec(earlier_run("selftest", world_size=1), workload="selftest")
+    assert "workload selftest cannot continue from a checkpoint" in str(err.value)
+
+
+def test_repeat_is_recorded_and_absent_without_repeat():
+    repeat = {"group": "sft-grp", "index": 2, "count": 3}
+    assert mvp_job_spec({"workload": "sft", "submission_id": "sft-grp-2"}, CATALOG,
+                        dict(DEFAULTS, repeat=repeat))["repeat"] == repeat
+    assert spec(workload="sft")["repeat"] is None and spec(workload="sft")["resume_from"] is None
+
+
+def test_resume_at_the_earlier_run_end_notes_that_nothing_is_left_to_train():
+    """A checkpoint at the earlier run's last step, with the same length settings, trains nothing
+    (verl restores the data loader at its end); raising the length drops the note."""
+    run = earlier_run(step=6)
+    run["last_step"] = 6
+    run["spec"] = {"trainer_overrides": resume_spec(dict(run), workload="sft")["trainer_overrides"]}
+    ended = resume_spec(run, workload="sft")
+    assert any("nothing left to train" in note and "sft-old ended at step 6" in note for note in ended["notes"])
+    longer = resume_spec(run, workload="sft", trainer_overrides={"trainer.total_training_steps": 8})
+    assert not any("nothing left to train" in note for note in longer["notes"])
+    run["last_step"] = 8  # the checkpoint is older than the run's last step: steps remain
+    assert not any("nothing left to train" in note for note in resume_spec(run, workload="sft")["notes"])
