@@ -40,6 +40,8 @@ PREFIX = "mvp-bench"
 NETWORK = "mvp-bench-net"
 SHARED = "/var/tmp/mvp-bench/private"
 PY = "/opt/mvp/venv/bin/python"
+# Jobs/State API of the bench clusters: raw_bringup and the inventory keep Ray's default dashboard port.
+JOBS_ADDRESS = "http://127.0.0.1:8265"
 RAY = "/opt/mvp/venv/bin/ray"
 
 
@@ -71,8 +73,8 @@ def clean(keep_shared=False):
 
 def wait_workers(head, count, timeout=180):
     """Poll the head until ``count`` ALIVE nodes carry worker_node."""
-    probe = ("import ray.util.state as s; print(sum(1 for n in s.list_nodes(address='http://127.0.0.1:8265') "
-             "if n.state == 'ALIVE' and n.resources_total.get('worker_node', 0) > 0))")
+    probe = ("import ray.util.state as s; print(sum(1 for n in s.list_nodes(address=%r) "
+             "if n.state == 'ALIVE' and n.resources_total.get('worker_node', 0) > 0))" % JOBS_ADDRESS)
     deadline = time.time() + timeout
     while time.time() < deadline:
         proc = sh(["docker", "exec", head, PY, "-c", probe], check=False)
@@ -144,7 +146,7 @@ def playbook(inv, path, *extra):
 def wait_running(head, submission_id, timeout=120):
     """Poll Ray until the job is RUNNING (or terminal)."""
     probe = ("from ray.job_submission import JobSubmissionClient as C; "
-             "print(C('http://127.0.0.1:8265').get_job_status('%s'))" % submission_id)
+             "print(C(%r).get_job_status(%r))" % (JOBS_ADDRESS, submission_id))
     deadline = time.time() + timeout
     while time.time() < deadline:
         out = sh(["docker", "exec", head, PY, "-c", probe], check=False).stdout

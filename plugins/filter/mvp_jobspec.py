@@ -31,7 +31,36 @@ REQUEST_KEYS = frozenset([
     "model", "dataset", "ray", "trainer_overrides", "env_vars", "resume_from",
 ])
 RAY_KEYS = frozenset(["address", "entrypoint_resources", "entrypoint_num_cpus", "runtime_env"])
+# Job tools (mvp_entry.py, selftest.py) on the shared storage: <shared_root>/<TOOLS_SUBDIR>.
 TOOLS_SUBDIR = "common/code/mvp_tools"
+# runtime_env keys a request may set (Ray's runtime_env reference, ray.runtime_env.RuntimeEnv).
+RUNTIME_ENV_KEYS = frozenset(["env_vars", "config", "worker_process_setup_hook", "nsight"])
+# runtime_env keys that would replace the code snapshot or the nodes' Python: refused, with the reason.
+RUNTIME_ENV_REFUSED = {
+    "working_dir": "would upload a folder as the job's code, shadowing the code snapshot",
+    "py_modules": "would put other modules before the code snapshot",
+    "excludes": "only applies to working_dir, which is refused",
+    "pip": "would install packages into a per-job virtualenv, changing the nodes' Python",
+    "uv": "would install packages into a per-job virtualenv, changing the nodes' Python",
+    "conda": "would run the job in another Python environment",
+    "container": "would run the job in another image",
+    "image_uri": "would run the job in another image",
+    "py_executable": "would run the job with another Python",
+    "java_jars": "would add Java code to the job",
+}
+# env_vars the builder or the cluster sets: name (or prefix ending in "*") -> request field to use instead.
+OWNED_ENV = {
+    "PYTHONPATH": "code_id (or code_path): the snapshot comes first on PYTHONPATH, then the job tools",
+    "MVP_*": "nothing: MVP_* variables name the job (submission_id, job directory)",
+    "VERL_FILE_LOGGER_PATH": "trainer_overrides trainer.logger with `file`: metrics go to <job_dir>/logs/metrics.jsonl",
+    "RAY_ADDRESS": "nothing: the driver connects to the cluster it was placed on",
+    "RAY_AUTH_*": "mvp_ray_auth_token in the inventory (Vault): the token never goes into a job's files",
+    "WANDB_API_KEY": "mvp_wandb_api_key in the inventory (Vault): the key never goes into a job's files",
+}
+# Hydra override keys: optional +, ++ or ~ prefix, then dotted names (verl's keys, `@` for packages).
+OVERRIDE_KEY_RE = re.compile(r"^(\+\+|\+|~)?[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-@/]+)*$")
+# Relative folder names under shared_root (dataset): no absolute path, no "..".
+RELATIVE_RE = re.compile(r"^(?!/)(?!.*(^|/)\.\.(/|$))[A-Za-z0-9._/-]+$")
 # verl's file logger writes one JSON object per step ({"step": N, "data": {...}}) to
 # $VERL_FILE_LOGGER_PATH (verl/utils/tracking.py FileLogger); the builder points it here.
 METRICS_FILE = "metrics.jsonl"
@@ -92,11 +121,15 @@ def mvp_submission_id(workload, stamp, suffix):
 
 
 def _world_size(overrides):
-    """Processes of a verl trainer: trainer.nnodes x trainer.n_gpus_per_node (verl's defaults 1 and 8)."""
-    try:
-        return int(overrides.get("trainer.nnodes", 1)) * int(overrides.get("trainer.n_gpus_per_node", 8))
-    except (TypeError, ValueError):
+    """Processes of a verl trainer: trainer.nnodes x trainer.n_gpus_per_node (verl's defaults 1 and 8).
+
+    :returns: int, or None when either is not a whole number (int or digits).
+    """
+    values = [overrides.get("trainer.nnodes", 1), overrides.get("trainer.n_gpus_per_node", 8)]
+    if not all((isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, str) and v.isdigit())
+               for v in values):
         return None
+    return int(values[0]) * int(values[1])
 
 
 def _resume(request, entry, workload, overrides, user_overrides, shared_root, defaults, notes):
@@ -156,13 +189,180 @@ def _resume(request, entry, workload, overrides, user_overrides, shared_root, de
             "world_size": ckpt.get("world_size")}
 
 
+def _kind(value):
+    """Name a value's type for messages the way YAML users call it (Ansible wraps values in its own classes)."""
+    if value is None:
+        return "null"
+    for types, name in ((bool, "boolean"), ((int, float), "number"), (str, "text"), (dict, "mapping"),
+                        ((list, tuple), "list")):
+        if isinstance(value, types):
+            return name
+    return type(value).__name__
+
+
+def _is_number(value):
+    """True for an int or float that is not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _owned_env(name):
+    """Return the request field to use instead when ``name`` is an env var the builder owns, else None."""
+    for owned, use in OWNED_ENV.items():
+        if name == owned or (owned.endswith("*") and name.startswith(owned[:-1])):
+            return use
+    return None
+
+
+def _check_env(env, field):
+    """Check a mapping of environment variables from a request or the inventory.
+
+    :param env: the value given (None allowed).
+    :param field: str, the request field for messages (``env_vars``).
+    :returns: dict str -> str (numbers and booleans as text: ``true``/``false``).
+    :raises AnsibleFilterError: for a non-mapping, a name that is not an environment
+        variable name, a value that is a list or mapping, or a variable the project owns.
+    """
+    if env is None:
+        return {}
+    if not isinstance(env, dict):
+        _fail(field, "is a %s, not a mapping" % _kind(env), "give NAME: value pairs")
+    out = {}
+    for name, value in env.items():
+        if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+            _fail(field, "%r is not an environment variable name" % (name,),
+                  "use letters, digits and '_', not starting with a digit")
+        use = _owned_env(name)
+        if use:
+            _fail("%s.%s" % (field, name), "is set by the project for every job", "drop it; use %s" % use)
+        if isinstance(value, (dict, list)) or value is None:
+            _fail("%s.%s" % (field, name), "is a %s, not a text" % _kind(value),
+                  "give a string, number or boolean (a list or mapping has no environment form)")
+        out[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return out
+
+
+def _owned_overrides(entry):
+    """Trainer override keys the builder fills in for a catalog entry: key -> request field to use instead."""
+    owned = {"trainer.default_local_dir": "nothing: checkpoints go to <job_dir>/checkpoints"}
+    for key in entry.get("data_files") or {}:
+        owned[key] = "dataset (a folder under <shared_root>/datasets with the same file names)"
+    for key in _as_list(entry.get("model_key")):
+        owned[key] = "model (a folder under <shared_root>/common/models, or an absolute path)"
+    if entry.get("reward_fn_key"):
+        owned[entry["reward_fn_key"]] = "reward_fn_path"
+    if entry.get("resume"):
+        owned[entry["resume"]["path_key"]] = "resume_from (the submission id of the job to continue)"
+    return owned
+
+
+def _check_overrides(overrides, field, entry, workload):
+    """Check trainer overrides from a request or the inventory.
+
+    :param overrides: the value given (None allowed).
+    :param field: str, the field for messages (``trainer_overrides``).
+    :param entry: the workload's catalog entry.
+    :returns: dict (the overrides, unchanged).
+    :raises AnsibleFilterError: for a non-mapping, a key that is not a Hydra override key,
+        overrides for a script workload, or a key the builder owns (naming the field to use).
+    """
+    if overrides is None:
+        return {}
+    if not isinstance(overrides, dict):
+        _fail(field, "is a %s, not a mapping" % _kind(overrides),
+              "give dotted keys, e.g. trainer.total_epochs: 1")
+    if overrides and not entry.get("module"):
+        _fail(field, "workload %s is a script of the project, not a verl trainer" % workload,
+              "drop trainer_overrides for %s" % workload)
+    owned = _owned_overrides(entry)
+    for key in overrides:
+        if not isinstance(key, str) or not OVERRIDE_KEY_RE.match(key):
+            _fail(field, "%r is not a Hydra override key" % (key,),
+                  "use dotted names such as trainer.total_epochs (+key adds one, ~key removes one)")
+        bare = key.lstrip("+~")
+        if bare in owned:
+            _fail("%s.%s" % (field, key), "is set by the job spec builder", "drop it; use %s" % owned[bare])
+    return overrides
+
+
+def _check_ray(ray, defaults):
+    """Check the request's ``ray`` block.
+
+    :param ray: the value given (None allowed).
+    :param defaults: builder defaults (``address``, ``worker_resource``).
+    :returns: dict with address, entrypoint_resources, entrypoint_num_cpus, runtime_env.
+    :raises AnsibleFilterError: for unknown keys, another Jobs API address, resources
+        that are not positive numbers or do not ask for the worker resource, a
+        non-positive CPU count, or runtime_env keys that would shadow the code snapshot
+        or change the Python (Ray's runtime_env keys).
+    """
+    if ray is None:
+        ray = {}
+    if not isinstance(ray, dict):
+        _fail("ray", "is a %s, not a mapping" % _kind(ray),
+              "give keys among %s" % ", ".join(sorted(RAY_KEYS)))
+    bad = sorted(set(ray) - RAY_KEYS, key=str)
+    if bad:
+        _fail("ray.%s" % bad[0], "unknown key (known: %s)" % ", ".join(sorted(RAY_KEYS)), "remove or correct it")
+    address = defaults["address"]
+    given = ray.get("address")
+    if given is not None and (not isinstance(given, str) or given.rstrip("/") != address.rstrip("/")):
+        _fail("ray.address", "%r is not this cluster's Jobs API (%s)" % (given, address),
+              "drop ray.address; the port comes from mvp_ray_dashboard_port in the inventory")
+    resource = defaults["worker_resource"]
+    resources = ray.get("entrypoint_resources")
+    if resources is None:
+        resources = {resource: 1}
+    if not isinstance(resources, dict) or not resources:
+        _fail("ray.entrypoint_resources", "must be a non-empty mapping of resource name -> amount",
+              "give for example {%s: 1}" % resource)
+    for name, amount in resources.items():
+        if not isinstance(name, str) or not _is_number(amount) or not amount > 0 or amount == float("inf"):
+            _fail("ray.entrypoint_resources", "%r: %r is not a resource name with a positive amount" % (name, amount),
+                  "give names with numbers > 0, e.g. {%s: 1}" % resource)
+    if resource not in resources:
+        _fail("ray.entrypoint_resources", "does not ask for %s, so the driver could land on the head" % resource,
+              "keep %s: 1 in it (the driver must run on a worker)" % resource)
+    num_cpus = ray.get("entrypoint_num_cpus")
+    num_cpus = 1 if num_cpus is None else num_cpus
+    if not _is_number(num_cpus) or not num_cpus > 0 or num_cpus == float("inf"):
+        _fail("ray.entrypoint_num_cpus", "%r is not a positive number" % (num_cpus,), "give for example 1")
+    runtime_env = ray.get("runtime_env")
+    if runtime_env is None:
+        runtime_env = {}
+    if not isinstance(runtime_env, dict):
+        _fail("ray.runtime_env", "is a %s, not a mapping" % _kind(runtime_env), "give Ray runtime_env keys")
+    for key in sorted(runtime_env, key=str):
+        if key in RUNTIME_ENV_REFUSED:
+            _fail("ray.runtime_env.%s" % key, RUNTIME_ENV_REFUSED[key],
+                  "drop it; jobs run the code snapshot (code_id) with the nodes' Python (build the image for packages)")
+        if key not in RUNTIME_ENV_KEYS:
+            _fail("ray.runtime_env.%s" % key, "unknown or unsupported runtime_env key (allowed: %s)"
+                  % ", ".join(sorted(RUNTIME_ENV_KEYS)), "remove or correct it")
+    runtime_env = dict(runtime_env)
+    runtime_env["env_vars"] = _check_env(runtime_env.get("env_vars"), "ray.runtime_env.env_vars")
+    return {"address": address, "entrypoint_resources": resources, "entrypoint_num_cpus": num_cpus,
+            "runtime_env": runtime_env}
+
+
+def _check_text(request, key, pattern=None, hint=""):
+    """Return request[key] when it is None or a non-empty string (matching ``pattern``), else fail naming it."""
+    value = request.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or (pattern is not None and not pattern.match(value)):
+        _fail(key, "%r is not %s" % (value, "a text" if pattern is None else "valid"),
+              hint or "give a string")
+    return value
+
+
 def mvp_job_spec(request, catalog, defaults):
     """Build and validate the job spec of one submission.
 
     :param request: dict, the user's request (keys in REQUEST_KEYS).
     :param catalog: dict, workload name -> catalog entry.
     :param defaults: dict with ``shared_root``, ``code_id``, ``python``,
-        ``worker_resource``, ``expect_workers`` (int) and optionally ``model``,
+        ``worker_resource``, ``address`` (this cluster's Jobs API, from
+        ``mvp_ray_dashboard_port``), ``expect_workers`` (int) and optionally ``model``,
         ``snapshot_shares_device`` (bool: the snapshot's trainer passes the
         catalog's ``driver_device.key`` on to its worker group),
         ``site_overrides`` (the inventory's ``mvp_job_overrides``: workload ->
@@ -170,52 +370,63 @@ def mvp_job_spec(request, catalog, defaults):
         request), ``wandb_key_set`` (bool: a W&B key reaches the workers),
         ``resume_run`` (the earlier run named by the request's ``resume_from``, as
         ``mvp_job_runs`` returns it, or None when it has no job directory) and
-        ``repeat`` (``{group, index, count}`` of ``submit.yml -e repeat=N``, or None).
+        ``repeat`` (``{group, index, count}`` of ``submit.yml -e repeat=N``, or None),
+        ``ray_base`` (``mvp_ray_base``: ray keys merged under the request's, then checked).
     :returns: dict with submission_id, workload, shared_root, job_dir, code_id,
         code_path, entrypoint, runtime_env, entrypoint_resources,
         entrypoint_num_cpus, trainer_overrides, hydra_config, hydra_overrides
         (the ``key=value`` strings of the entrypoint), data_files, needs_gpus,
         gpus_requested, model, model_path, dataset, reward_fn_path, address,
+        tools_dir (the job tools folder, ``<shared_root>/common/code/mvp_tools``),
         notes (list of str: decisions the user should know about),
         site_overrides (what the inventory added), metrics_file (verl's file
         logger output, ``<job_dir>/logs/metrics.jsonl``, or None), world_size
         (trainer.nnodes x trainer.n_gpus_per_node, None for scripts), resume_from
         (``{submission_id, step, path, world_size}`` of the checkpoint it continues,
-        or None) and repeat.
+        or None), repeat and driver_device (the catalog's ``driver_device`` when the
+        builder set it itself - the head check then probes the snapshot - else None).
     :raises AnsibleFilterError: naming the field and the fix.
     """
     if not isinstance(request, dict):
-        _fail("job spec", "is a %s, not a mapping" % type(request).__name__,
+        _fail("job spec", "is a %s, not a mapping" % _kind(request),
               "give key: value pairs (a JobSpec YAML file or -e variables)")
-    unknown = sorted(set(request) - REQUEST_KEYS)
+    unknown = sorted(set(request) - REQUEST_KEYS, key=str)
     if unknown:
         _fail(unknown[0], "unknown key (known: %s)" % ", ".join(sorted(REQUEST_KEYS)),
               "remove or correct it")
     workload = request.get("workload")
-    if workload not in catalog:
+    if not isinstance(workload, str) or workload not in catalog:
         _fail("workload", "unknown workload %r" % (workload,),
-              "use one of %s" % ", ".join(sorted(catalog)))
+              "use one of %s (exactly as written)" % ", ".join(sorted(catalog)))
     entry = catalog[workload]
     submission_id = request.get("submission_id")
     if not isinstance(submission_id, str) or not SUBMISSION_ID_RE.match(submission_id):
         _fail("submission_id", "%r does not match %s" % (submission_id, SUBMISSION_ID_RE.pattern),
               "use letters, digits, '.', '_' or '-', starting with a letter or digit; "
               "no '/', no spaces, at most 128 characters")
-    shared_root = request.get("shared_root") or defaults["shared_root"]
+    shared_root = _check_text(request, "shared_root") or defaults["shared_root"]
     if not posixpath.isabs(shared_root):
         _fail("shared_root", "%r is not an absolute path" % shared_root, "use for example /private")
     shared_root = posixpath.normpath(shared_root)
-    code_id = request.get("code_id") or defaults["code_id"]
-    code_path = request.get("code_path") or posixpath.join(shared_root, "common/code/verl", code_id)
+    code_id = _check_text(request, "code_id", SUBMISSION_ID_RE,
+                          "give a snapshot name under <shared_root>/common/code/verl/ (letters, digits, '.', '_', '-')")
+    code_id = code_id or defaults["code_id"]
+    code_path = _check_text(request, "code_path") or posixpath.join(shared_root, "common/code/verl", code_id)
     code_path = posixpath.normpath(code_path)
     if not code_path.startswith(shared_root + "/"):
         _fail("code_path", "%s is outside shared_root %s" % (code_path, shared_root),
               "point it at a snapshot under %s/common/code/verl/" % shared_root)
-    ray = dict(request.get("ray") or {})
-    bad_ray = sorted(set(ray) - RAY_KEYS)
-    if bad_ray:
-        _fail("ray." + bad_ray[0], "unknown key (known: %s)" % ", ".join(sorted(RAY_KEYS)),
-              "remove or correct it")
+    dataset = _check_text(request, "dataset", RELATIVE_RE,
+                          "give a folder name under <shared_root>/datasets (no absolute path, no '..')")
+    model = _check_text(request, "model") or defaults.get("model")
+    reward = _check_text(request, "reward_fn_path")
+    _check_text(request, "resume_from")
+    base = defaults.get("ray_base") or {}
+    if not isinstance(base, dict):
+        _fail("mvp_ray_base", "is a %s, not a mapping" % _kind(base),
+              "give ray keys (%s) in the inventory or -e @jobspecs/ray-base.yaml" % ", ".join(sorted(RAY_KEYS)))
+    given_ray = request.get("ray")
+    ray = _check_ray(dict(base, **given_ray) if isinstance(given_ray, dict) else (given_ray or dict(base)), defaults)
 
     job_dir = posixpath.join(shared_root, "jobs", submission_id)
     tools = posixpath.join(shared_root, TOOLS_SUBDIR)
@@ -227,37 +438,38 @@ def mvp_job_spec(request, catalog, defaults):
         _fail("mvp_job_overrides.%s" % workload,
               "must be a mapping with trainer_overrides, env_vars and/or reward_fn_path",
               "fix the inventory setting mvp_job_overrides")
-    site_overrides = dict(site.get("trainer_overrides") or {})
+    site_overrides = dict(_check_overrides(site.get("trainer_overrides"),
+                                           "mvp_job_overrides.%s.trainer_overrides" % workload, entry, workload))
     overrides.update(site_overrides)
-    user_overrides = request.get("trainer_overrides") or {}
-    if not isinstance(user_overrides, dict):
-        _fail("trainer_overrides", "is not a mapping", "give dotted keys, e.g. trainer.total_epochs: 1")
+    user_overrides = _check_overrides(request.get("trainer_overrides"), "trainer_overrides", entry, workload)
     overrides.update(user_overrides)
     explicit = set(site_overrides) | set(user_overrides)
     if "trainer.save_freq" in overrides and (
-            not isinstance(overrides["trainer.save_freq"], int) or overrides["trainer.save_freq"] < 1):
+            not isinstance(overrides["trainer.save_freq"], int) or isinstance(overrides["trainer.save_freq"], bool)
+            or overrides["trainer.save_freq"] < 1):
         _fail("trainer_overrides.trainer.save_freq", "must be an integer >= 1, got %r"
               % (overrides["trainer.save_freq"],), "set trainer.save_freq to 1 or more")
     data = {key: posixpath.join(shared_root, path)
             for key, path in (entry.get("data_files") or {}).items()}
-    if request.get("dataset"):
-        data = {key: posixpath.join(shared_root, "datasets", request["dataset"],
-                                    posixpath.basename(path)) for key, path in data.items()}
-    model = request.get("model") or defaults.get("model")
+    if dataset:
+        data = {key: posixpath.join(shared_root, "datasets", dataset, posixpath.basename(path))
+                for key, path in data.items()}
     model_path = None
     if model:
-        model_path = model if posixpath.isabs(model) else posixpath.join(shared_root, "common/models", model)
+        model_path = posixpath.normpath(model if posixpath.isabs(model)
+                                        else posixpath.join(shared_root, "common/models", model))
     if entry.get("model_key") and not model_path:
         _fail("model", "workload %s needs a model" % workload,
               "set model to a folder name under %s/common/models (or an absolute path), "
               "or mvp_model in the inventory" % shared_root)
     # The request's reward function, else the inventory's for this workload.
-    reward = request.get("reward_fn_path") or site.get("reward_fn_path")
+    reward = reward or site.get("reward_fn_path")
     if reward and not posixpath.normpath(reward).startswith(shared_root + "/"):
         _fail("reward_fn_path", "%s is outside shared_root %s" % (reward, shared_root),
               "put the reward function under %s/user/code/" % shared_root)
     notes = []
     device = entry.get("driver_device")
+    device_set = None
     if device and device["key"] not in explicit:
         if defaults.get("snapshot_shares_device"):
             notes.append("%s left at the snapshot's default: %s passes it to the worker group, so %s "
@@ -265,13 +477,14 @@ def mvp_job_spec(request, catalog, defaults):
                                                                device["value"]))
         else:
             overrides[device["key"]] = device["value"]
+            device_set = dict(device)
     if entry.get("module"):
         overrides.update({k: v for k, v in data.items()})
         for key in _as_list(entry.get("model_key")):
             overrides[key] = model_path
         overrides["trainer.default_local_dir"] = posixpath.join(job_dir, "checkpoints")
         if reward:
-            overrides.setdefault(entry.get("reward_fn_key") or "custom_reward_function.path", reward)
+            overrides[entry.get("reward_fn_key") or "custom_reward_function.path"] = reward
         if entry.get("worker_resource_key"):
             overrides.setdefault(entry["worker_resource_key"], defaults["worker_resource"])
         overrides.setdefault("trainer.experiment_name", submission_id)
@@ -294,57 +507,57 @@ def mvp_job_spec(request, catalog, defaults):
                           [python, "-u", posixpath.join(tools, "mvp_entry.py"),
                            "--log", posixpath.join(job_dir, "logs", "driver.log"), "--"] + program)
 
-    env_vars = dict(entry.get("env_vars") or {})
-    env_vars.update({str(k): str(v) for k, v in (site.get("env_vars") or {}).items()})
-    user_env = request.get("env_vars") or {}
-    if not isinstance(user_env, dict):
-        _fail("env_vars", "is not a mapping", "give NAME: value pairs")
-    env_vars.update({str(k): str(v) for k, v in user_env.items()})
+    env_vars = {str(k): str(v) for k, v in (entry.get("env_vars") or {}).items()}
+    env_vars.update(_check_env(site.get("env_vars"), "mvp_job_overrides.%s.env_vars" % workload))
+    env_vars.update(ray["runtime_env"]["env_vars"])
+    env_vars.update(_check_env(request.get("env_vars"), "env_vars"))
     if entry.get("module") and "file" in _as_list(overrides.get("trainer.logger")):
         env_vars["VERL_FILE_LOGGER_PATH"] = posixpath.join(job_dir, "logs", METRICS_FILE)
     env_vars["PYTHONPATH"] = "%s:%s:${PYTHONPATH}" % (code_path, tools)
     env_vars["MVP_SUBMISSION_ID"] = submission_id
     env_vars["MVP_JOB_DIR"] = job_dir
-    runtime_env = dict(ray.get("runtime_env") or {})
-    runtime_env["env_vars"] = dict(runtime_env.get("env_vars") or {}, **env_vars)
+    runtime_env = dict(ray["runtime_env"], env_vars=env_vars)
 
-    resources = ray.get("entrypoint_resources") or {defaults["worker_resource"]: 1}
-    num_cpus = ray.get("entrypoint_num_cpus", 1)
     gpus = 0
     needs_gpus = bool(entry.get("needs_gpus"))
     if needs_gpus and overrides.get("trainer.device") == "cpu" and "trainer.device" in explicit:
         needs_gpus = False
         notes.append("trainer.device=cpu: the job trains on CPUs, so the GPU count is not checked")
     if needs_gpus:
-        gpus = int(overrides.get("trainer.nnodes", 1)) * int(overrides.get("trainer.n_gpus_per_node", 1))
+        gpus = _world_size(dict({"trainer.n_gpus_per_node": 1}, **overrides))
+        if gpus is None:
+            _fail("trainer_overrides.trainer.nnodes", "trainer.nnodes and trainer.n_gpus_per_node must be integers",
+                  "give whole numbers, e.g. trainer.nnodes: 2, trainer.n_gpus_per_node: 8")
     return {
         "submission_id": submission_id,
         "workload": workload,
         "shared_root": shared_root,
         "job_dir": job_dir,
+        "tools_dir": tools,
         "code_id": posixpath.basename(code_path),
         "code_path": code_path,
         "model": model,
         "model_path": model_path if entry.get("model_key") else None,
-        "dataset": request.get("dataset"),
+        "dataset": dataset,
         "reward_fn_path": reward,
         "entrypoint": entrypoint,
         "runtime_env": runtime_env,
-        "entrypoint_resources": resources,
-        "entrypoint_num_cpus": num_cpus,
+        "entrypoint_resources": ray["entrypoint_resources"],
+        "entrypoint_num_cpus": ray["entrypoint_num_cpus"],
         "trainer_overrides": overrides if entry.get("module") else {},
         "hydra_config": entry.get("hydra_config"),
         "hydra_overrides": hydra_overrides(overrides) if entry.get("module") else [],
         "data_files": data,
         "needs_gpus": needs_gpus,
         "gpus_requested": gpus,
-        "address": ray.get("address", "http://127.0.0.1:8265"),
+        "address": ray["address"],
         "notes": notes,
         "site_overrides": site,
         "metrics_file": env_vars.get("VERL_FILE_LOGGER_PATH"),
         "world_size": _world_size(overrides) if entry.get("module") else None,
         "resume_from": resumed,
         "repeat": defaults.get("repeat") or None,
+        "driver_device": device_set,
     }
 
 
@@ -371,6 +584,14 @@ def mvp_parse_jobspec(text, path):
     return data
 
 
+def mvp_is_submission_id(value):
+    """True when ``value`` is a str matching SUBMISSION_ID_RE (the one submission id pattern).
+
+    Also used for report ids and resume_from; a job directory is ``<shared_root>/jobs/<id>``.
+    """
+    return isinstance(value, str) and bool(SUBMISSION_ID_RE.match(value))
+
+
 def mvp_submit_cmd(spec):
     """Return the ``ray job submit`` command line equivalent to a job spec (one line).
 
@@ -387,7 +608,8 @@ def mvp_submit_cmd(spec):
 
 
 class FilterModule(object):
-    """Job spec filters: mvp_job_spec, mvp_parse_jobspec, mvp_submit_cmd, mvp_submission_id, mvp_hydra_overrides."""
+    """Job spec filters: mvp_job_spec, mvp_parse_jobspec, mvp_submit_cmd, mvp_submission_id,
+    mvp_is_submission_id, mvp_hydra_overrides."""
 
     def filters(self):
         """Return the filter table."""
@@ -396,5 +618,6 @@ class FilterModule(object):
             "mvp_submit_cmd": mvp_submit_cmd,
             "mvp_parse_jobspec": mvp_parse_jobspec,
             "mvp_submission_id": mvp_submission_id,
+            "mvp_is_submission_id": mvp_is_submission_id,
             "mvp_hydra_overrides": hydra_overrides,
         }

@@ -52,6 +52,14 @@ JOB_FIELDS = ("submission_id", "status", "start_time", "end_time", "driver_node_
               "driver_exit_code", "message", "entrypoint", "metadata")
 
 
+def status_name(status):
+    """Return Ray's job status as its plain name: ``JobStatus.RUNNING`` or ``RUNNING`` -> ``RUNNING``.
+
+    :param status: a ``ray.job_submission.JobStatus``, its str, or None (gives "").
+    """
+    return str(status or "").split(".")[-1]
+
+
 def job_row(details):
     """Reduce a Ray JobDetails to the JOB_FIELDS, with the status as a plain string.
 
@@ -59,7 +67,7 @@ def job_row(details):
     :returns: dict; ``start_time``/``end_time`` in milliseconds since the epoch (Ray's unit).
     """
     row = {field: getattr(details, field, None) for field in JOB_FIELDS}
-    row["status"] = str(row["status"]).split(".")[-1]
+    row["status"] = status_name(row["status"])
     return row
 
 

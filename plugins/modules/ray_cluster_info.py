@@ -17,9 +17,9 @@ description:
   - Read-only; supports check mode.
 options:
   address:
-    description: Dashboard URL of the cluster (the Jobs/State API endpoint).
+    description: Dashboard URL of the cluster (the Jobs/State API endpoint); the project passes C(mvp_ray_jobs_address).
     type: str
-    default: http://127.0.0.1:8265
+    required: true
   timeout:
     description: Seconds allowed for the state API call.
     type: int
@@ -43,6 +43,7 @@ EXAMPLES = r"""
 
 - name: Cluster | Wait until two workers are alive
   ray_cluster_info:
+    address: "{{ mvp_ray_jobs_address }}"
   register: cluster
   until: cluster.summary.alive_workers | length >= 2
   retries: 30
@@ -89,7 +90,7 @@ def main():
     """Module entry point."""
     module = AnsibleModule(
         argument_spec=dict(
-            address=dict(type="str", default="http://127.0.0.1:8265"),
+            address=dict(type="str", required=True),
             timeout=dict(type="int", default=30),
             resource=dict(type="str", default="worker_node"),
             jobs=dict(type="bool", default=False),

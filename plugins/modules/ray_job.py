@@ -17,7 +17,7 @@ description:
   - Once the job has left PENDING, its C(driver_node_id) is mapped to an IP with
     C(ray.util.state.list_nodes) and returned as C(driver_node_ip).
   - Runs where the dashboard is reachable (normally on the head, talking to
-    C(http://127.0.0.1:8265)) with a Python that has C(ray[default]).
+    C(http://127.0.0.1:<dashboard port>)) with a Python that has C(ray[default]).
   - Full check mode - nothing is submitted, stopped or written.
 options:
   submission_id:
@@ -34,9 +34,9 @@ options:
     choices: [submitted, info, stopped, absent]
     default: submitted
   address:
-    description: Dashboard URL.
+    description: Dashboard URL of the cluster (Jobs and State API); the project passes C(mvp_ray_jobs_address).
     type: str
-    default: http://127.0.0.1:8265
+    required: true
   auth_token:
     description: Ray auth token sent as C(Authorization Bearer) (Ray 2.52+ token mode).
     type: str
@@ -119,6 +119,7 @@ EXAMPLES = r"""
 - name: Submit | Submit the job from the head and wait for placement
   ray_job:
     submission_id: selftest-20261121-120000-1a2b3c
+    address: "{{ mvp_ray_jobs_address }}"
     entrypoint: python -u /private/common/code/mvp_tools/selftest.py
     runtime_env:
       env_vars:
@@ -131,6 +132,7 @@ EXAMPLES = r"""
 - name: Wait | Wait for the end and save the driver log
   ray_job:
     submission_id: "{{ job.job.submission_id }}"
+    address: "{{ mvp_ray_jobs_address }}"
     state: info
     wait: terminal
     log_dest: /private/jobs/{{ job.job.submission_id }}/logs/ray_driver.log
@@ -138,6 +140,7 @@ EXAMPLES = r"""
 - name: Stop | Stop a running job
   ray_job:
     submission_id: selftest-20261121-120000-1a2b3c
+    address: "{{ mvp_ray_jobs_address }}"
     state: stopped
 """
 
@@ -191,7 +194,7 @@ from ansible.module_utils.mvp_files import write_text_atomic
 from ansible.module_utils.mvp_ray import (
     TERMINAL_STATUSES, auth_headers, bundle_shapes, import_ray, job_info_or_none, list_nodes,
     list_pending_placement_groups, node_ip_for, schedulable_resources, stalled_message, stalled_placement_groups,
-    summarize)
+    status_name, summarize)
 
 
 def details_to_dict(details):
@@ -209,8 +212,7 @@ def details_to_dict(details):
 
 def status_of(job):
     """Return the status string of a job dict ('JobStatus.RUNNING' -> 'RUNNING')."""
-    status = str(job.get("status") or "")
-    return status.split(".")[-1]
+    return status_name(job.get("status"))
 
 
 def pending_message(job, params, nodes):
@@ -404,7 +406,7 @@ def main():
             submission_id=dict(type="str", required=True),
             state=dict(type="str", default="submitted",
                        choices=["submitted", "info", "stopped", "absent"]),
-            address=dict(type="str", default="http://127.0.0.1:8265"),
+            address=dict(type="str", required=True),
             auth_token=dict(type="str", no_log=True),
             entrypoint=dict(type="str"),
             runtime_env=dict(type="dict"),

@@ -4,7 +4,7 @@
 Runs real ``ansible-playbook`` commands against a running cluster (the local
 inventory's, or a molecule scenario's) and, for each case, compares the shared
 folder on the docker host before and after (paths, sizes and modification
-times). Prints a table (case, expected, observed, files changed) and exits 1
+times) and, for submissions, Ray's job table (JobSubmissionClient in the head). Prints a table (case, expected, observed, files changed) and exits 1
 when any case does not fail as expected or changes a file.
 
 Usage:
@@ -101,6 +101,54 @@ def cases(tmp, existing_id):
         ("resume_from another world size", "submit.yml",
          ["-e", "workload=sft"] + model + ["-e", "resume_from=bad-input-sft-ws3"],
          "field 'resume_from': bad-input-sft-ws3 was trained with world size 3"),
+        # Every request field typed; what the project owns is refused, not silently replaced.
+        ("workload in another case", "submit.yml", ["-e", "workload=SFT"], "field 'workload': unknown workload 'SFT'"),
+        ("ray block not a mapping", "submit.yml", ["-e", "workload=selftest", "-e", '{"ray": "fast"}'],
+         "field 'ray': is a text, not a mapping"),
+        ("ray.address of another cluster", "submit.yml",
+         ["-e", "workload=selftest", "-e", '{"ray": {"address": "http://10.9.9.9:8265"}}'],
+         "field 'ray.address': 'http://10.9.9.9:8265' is not this cluster's Jobs API"),
+        ("entrypoint_resources without the worker resource", "submit.yml",
+         ["-e", "workload=selftest", "-e", '{"ray": {"entrypoint_resources": {"GPU": 1}}}'],
+         "field 'ray.entrypoint_resources': does not ask for worker_node"),
+        ("entrypoint_num_cpus 0", "submit.yml",
+         ["-e", "workload=selftest", "-e", '{"ray": {"entrypoint_num_cpus": 0}}'],
+         "field 'ray.entrypoint_num_cpus': 0 is not a positive number"),
+        ("runtime_env working_dir", "submit.yml",
+         ["-e", "workload=selftest", "-e", '{"ray": {"runtime_env": {"working_dir": "/etc"}}}'],
+         "field 'ray.runtime_env.working_dir': would upload a folder"),
+        ("runtime_env pip", "submit.yml",
+         ["-e", "workload=selftest", "-e", '{"ray": {"runtime_env": {"pip": ["requests"]}}}'],
+         "field 'ray.runtime_env.pip'"),
+        ("env_vars PYTHONPATH", "submit.yml",
+         ["-e", "workload=selftest", "-e", '{"env_vars": {"PYTHONPATH": "/tmp"}}'],
+         "field 'env_vars.PYTHONPATH': is set by the project for every job. Fix: drop it; use code_id"),
+        ("env_vars MVP_JOB_DIR", "submit.yml",
+         ["-e", "workload=selftest", "-e", '{"env_vars": {"MVP_JOB_DIR": "/tmp"}}'],
+         "field 'env_vars.MVP_JOB_DIR': is set by the project"),
+        ("env_vars not a mapping", "submit.yml", ["-e", "workload=selftest", "-e", "env_vars=A=1"],
+         "field 'env_vars': is a text, not a mapping"),
+        ("env_vars value a list", "submit.yml", ["-e", "workload=selftest", "-e", '{"env_vars": {"A": [1]}}'],
+         "field 'env_vars.A': is a list, not a text"),
+        ("data file as a trainer override", "submit.yml",
+         ["-e", "workload=sft"] + model + ["-e", '{"trainer_overrides": {"data.train_files": "/etc/x.parquet"}}'],
+         "field 'trainer_overrides.data.train_files': is set by the job spec builder. Fix: drop it; use dataset"),
+        ("checkpoint folder as a trainer override", "submit.yml",
+         ["-e", "workload=sft"] + model + ["-e", '{"trainer_overrides": {"trainer.default_local_dir": "/tmp/c"}}'],
+         "field 'trainer_overrides.trainer.default_local_dir': is set by the job spec builder"),
+        ("model path as a trainer override", "submit.yml",
+         ["-e", "workload=sft"] + model + ["-e", '{"trainer_overrides": {"model.path": "/tmp/m"}}'],
+         "field 'trainer_overrides.model.path': is set by the job spec builder. Fix: drop it; use model"),
+        ("trainer_overrides for the selftest", "submit.yml",
+         ["-e", "workload=selftest", "-e", '{"trainer_overrides": {"trainer.total_epochs": 1}}'],
+         "field 'trainer_overrides': workload selftest is a script of the project"),
+        ("dataset outside datasets/", "submit.yml", ["-e", "workload=sft"] + model + ["-e", "dataset=../../etc"],
+         "field 'dataset': '../../etc' is not valid"),
+        ("code_id with a path", "submit.yml", ["-e", "workload=selftest", "-e", "code_id=../verl/x"],
+         "field 'code_id': '../verl/x' is not valid"),
+        ("JobSpec with a list as ray", "submit.yml",
+         ["-e", "jobspec=" + write(os.path.join(tmp, "ray-list.yaml"), "workload: selftest\nray: [1]\n")],
+         "field 'ray': is a list, not a mapping"),
         ("report without runs", "report.yml", [], "Name the runs: -e submission_ids=A,B"),
         ("report of an unknown job", "report.yml", ["-e", "submission_ids=no-such-job"],
          "no job directory for no-such-job under /private/jobs"),
@@ -139,6 +187,15 @@ def prepare(host_shared, head_container):
     return cleanup
 
 
+def ray_job_ids(head_container, python, address):
+    """Submission ids in Ray's job table, read with JobSubmissionClient inside the head container."""
+    proc = subprocess.run(["docker", "exec", head_container, python, "-c",
+                           "from ray.job_submission import JobSubmissionClient as C\n"
+                           "print('\\n'.join(sorted(str(j.submission_id) for j in C(%r).list_jobs())))" % address],
+                          capture_output=True, text=True, check=True)
+    return set(proc.stdout.split())
+
+
 def main():
     """Run the table and print it; return the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -147,6 +204,8 @@ def main():
                         help="the shared folder as seen on the docker host")
     parser.add_argument("--existing-id", required=True, help="a submission id that already exists")
     parser.add_argument("--only", nargs="*", help="run only these case names")
+    parser.add_argument("--ray-python", default="/opt/mvp/venv/bin/python", help="Python with ray in the head")
+    parser.add_argument("--address", default="http://127.0.0.1:8265", help="the Jobs API as seen in the head")
     parser.add_argument("--head-container", default="mvp-ray-head",
                         help="the head's container (a listener on port %d is started in it)" % BUSY_PORT)
     args = parser.parse_args()
@@ -159,10 +218,14 @@ def main():
                 continue
             inventory = ["-i", args.inventory] if "-i" not in extra else []
             before = snapshot(args.host_shared)
+            jobs_before = ray_job_ids(args.head_container, args.ray_python, args.address) if playbook == "submit.yml" else set()
             proc = subprocess.run(["ansible-playbook"] + inventory + [os.path.join(ROOT, playbook)] + extra,
                                   capture_output=True, text=True, cwd=ROOT,
                                   env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
             changed = changed_files(before, snapshot(args.host_shared))
+            if playbook == "submit.yml":  # a refused submission leaves no Ray job either
+                changed += ["ray job " + j for j in sorted(ray_job_ids(args.head_container, args.ray_python,
+                                                                       args.address) - jobs_before)]
             output = proc.stdout + proc.stderr
             found = " ".join(expected.split()) in " ".join(output.split())
             ok = proc.returncode != 0 and found and not changed

@@ -12,7 +12,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 with open(os.path.join(ROOT, "inventories/common/all/00-mvp-workloads.yml")) as handle:
     CATALOG = yaml.safe_load(handle)["mvp_workloads"]
 DEFAULTS = {"shared_root": "/private", "code_id": "verl-0.9.1", "python": "python",
-            "worker_resource": "worker_node", "expect_workers": 2, "model": "Qwen2.5-0.5B-Instruct"}
+            "worker_resource": "worker_node", "expect_workers": 2, "model": "Qwen2.5-0.5B-Instruct",
+            "address": "http://127.0.0.1:8265"}
 
 
 def spec(**request):
