@@ -592,6 +592,36 @@ def mvp_is_submission_id(value):
     return isinstance(value, str) and bool(SUBMISSION_ID_RE.match(value))
 
 
+def mvp_gpu_shape_problem(spec, workers):
+    """Say why no placement can give a GPU job its shape, or return "" when one can.
+
+    verl asks for ``trainer.nnodes`` groups of ``trainer.n_gpus_per_node`` GPUs, each on one
+    node (STRICT_PACK placement groups): the job needs ``nnodes`` workers that each offer at
+    least ``n_gpus_per_node`` GPUs, not only enough GPUs in total (else its groups stay
+    PENDING forever, verl issues 2596 and 1182).
+
+    :param spec: dict from mvp_job_spec (``needs_gpus``, ``trainer_overrides``).
+    :param workers: list of ALIVE worker node dicts (``node_ip``, ``resources_total`` with
+        ``GPU``), as ``mvp_submit_check`` returns them in ``summary.alive_workers``.
+    :returns: str, empty when the shape fits or the job needs no GPUs; else the message,
+        naming the two settings and each worker's GPU count.
+    """
+    if not spec.get("needs_gpus"):
+        return ""
+    overrides = spec.get("trainer_overrides") or {}
+    nodes = int(overrides.get("trainer.nnodes", 1))
+    per_node = int(overrides.get("trainer.n_gpus_per_node", 8))
+    counts = [(w.get("node_ip"), (w.get("resources_total") or {}).get("GPU", 0)) for w in workers]
+    fitting = [ip for ip, gpus in counts if gpus >= per_node]
+    if len(fitting) >= nodes:
+        return ""
+    return ("trainer.nnodes=%d x trainer.n_gpus_per_node=%d needs %d workers with %d GPUs each, but only %d "
+            "of the ALIVE workers offer that (GPUs per worker: %s); verl's per-node groups would stay PENDING. "
+            "Lower trainer_overrides trainer.nnodes or trainer.n_gpus_per_node to fit the workers"
+            % (nodes, per_node, nodes, per_node, len(fitting),
+               ", ".join("%s %g" % (ip, gpus) for ip, gpus in counts) or "none"))
+
+
 def mvp_submit_cmd(spec):
     """Return the ``ray job submit`` command line equivalent to a job spec (one line).
 
@@ -609,7 +639,7 @@ def mvp_submit_cmd(spec):
 
 class FilterModule(object):
     """Job spec filters: mvp_job_spec, mvp_parse_jobspec, mvp_submit_cmd, mvp_submission_id,
-    mvp_is_submission_id, mvp_hydra_overrides."""
+    mvp_is_submission_id, mvp_gpu_shape_problem, mvp_hydra_overrides."""
 
     def filters(self):
         """Return the filter table."""
@@ -619,5 +649,6 @@ class FilterModule(object):
             "mvp_parse_jobspec": mvp_parse_jobspec,
             "mvp_submission_id": mvp_submission_id,
             "mvp_is_submission_id": mvp_is_submission_id,
+            "mvp_gpu_shape_problem": mvp_gpu_shape_problem,
             "mvp_hydra_overrides": hydra_overrides,
         }

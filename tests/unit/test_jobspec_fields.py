@@ -183,3 +183,40 @@ def test_hydra_prefixes_and_package_keys_are_accepted():
                                                        "++trainer.project_name": "p"})
     assert "+actor_rollout_ref.extra=1" in result["hydra_overrides"]
     assert "++trainer.project_name=p" in result["hydra_overrides"]
+
+
+# ---- GPU shape against the workers (verl's per-node groups) ----
+
+def _workers(*gpus):
+    return [{"node_ip": "10.0.0.%d" % (i + 1), "resources_total": {"GPU": float(g), RESOURCE: 100.0}}
+            for i, g in enumerate(gpus)]
+
+
+@pytest.mark.parametrize("nnodes, per_node, gpus, fits", [
+    (2, 4, (4, 4), True),
+    (2, 4, (8, 4, 0), True),
+    (1, 8, (4, 4), False),      # 8 in total, but no single worker offers 8
+    (3, 2, (2, 2), False),      # more nodes than workers with GPUs
+    (2, 4, (4, 2, 2), False),   # 8 in total, only one worker with 4
+    (2, 2, (), False),
+])
+def test_gpu_shape_needs_nnodes_workers_with_n_gpus_each(nnodes, per_node, gpus, fits):
+    from mvp_jobspec import mvp_gpu_shape_problem
+    job = build(workload="ppo", trainer_overrides={"trainer.nnodes": nnodes, "trainer.n_gpus_per_node": per_node})
+    problem = mvp_gpu_shape_problem(job, _workers(*gpus))
+    assert (problem == "") == fits
+    if not fits:
+        fitting = sum(1 for g in gpus if g >= per_node)
+        assert "trainer.nnodes=%d x trainer.n_gpus_per_node=%d" % (nnodes, per_node) in problem
+        assert "only %d of the ALIVE workers" % fitting in problem
+        for i, g in enumerate(gpus):
+            assert "10.0.0.%d %g" % (i + 1, g) in problem
+
+
+def test_gpu_shape_is_not_checked_for_cpu_jobs():
+    """The selftest and a trainer told trainer.device=cpu need no GPUs; sft's driver-only cpu device does."""
+    from mvp_jobspec import mvp_gpu_shape_problem
+    assert mvp_gpu_shape_problem(build(workload="selftest"), []) == ""
+    assert mvp_gpu_shape_problem(build(workload="sft"), []) != ""
+    cpu = build(workload="ppo", trainer_overrides={"trainer.device": "cpu"})
+    assert mvp_gpu_shape_problem(cpu, []) == ""
