@@ -30,8 +30,10 @@ stage_syntax() {
   if ansible-playbook playbooks/cluster.yml -i inventories/dev --check --tags containers -l h1 \
       -e ansible_connection=local -e "ansible_python_interpreter=$(command -v python)" \
       -e mvp_docker_network=mvp-devcheck-net >/tmp/mvp-devcheck.log 2>&1 \
-      && grep -q "'4'" /tmp/mvp-devcheck.log; then
-    echo "check mode ok: dev container plan (GPU device requests shown)"
+      && grep -q "'4'" /tmp/mvp-devcheck.log \
+      && [ "$(grep -c 'shm_size: 16g' /tmp/mvp-devcheck.log)" = 3 ] \
+      && [ "$(grep -c -- '- memlock:-1:-1' /tmp/mvp-devcheck.log)" = 3 ]; then
+    echo "check mode ok: dev container plan (GPU device requests, 16g /dev/shm and memlock on all 3 nodes)"
   else
     echo "check mode FAILED: dev container plan"; tail -30 /tmp/mvp-devcheck.log; rc=1
   fi

@@ -17,10 +17,13 @@ def mvp_container_plan(nodes, hostvars, settings):
         ``mvp_container_name`` (default: the hostname) and ``mvp_container_gpus``
         (list of GPU indexes, passed as an NVIDIA device request).
     :param settings: dict with ``image``, ``network``, ``host_shared_dir``,
-        ``shared_root``, ``shm_size``, ``env`` (dict) and ``extra_volumes`` (list of str).
+        ``shared_root``, ``shm_size``, ``env`` (dict), ``extra_volumes`` (list of str) and
+        optionally ``ipc_mode`` (str, e.g. ``host``; empty: Docker's default) and
+        ``ulimits`` (list of docker ``name:soft:hard`` strings, e.g. ``memlock:-1:-1``).
     :returns: list of dicts with name, hostname, image, command, init, shm_size, env,
-        networks, volumes and, for nodes with GPUs, device_requests
-        ([{"driver": "nvidia", "device_ids": ["0", ...], "capabilities": [["gpu"]]}]).
+        networks, volumes, ipc_mode and ulimits when set, and, for nodes with GPUs,
+        device_requests ([{"driver": "nvidia", "device_ids": ["0", ...], "capabilities": [["gpu"]]}]).
+    :raises ValueError: for an ulimit that is not ``name:soft:hard`` (or ``name:value``).
     """
     plan = []
     for node in nodes:
@@ -38,6 +41,16 @@ def mvp_container_plan(nodes, hostvars, settings):
             "volumes": ["%s:%s" % (settings["host_shared_dir"], settings["shared_root"])]
                        + list(settings.get("extra_volumes") or []),
         }
+        if settings.get("ipc_mode"):
+            item["ipc_mode"] = settings["ipc_mode"]
+        ulimits = list(settings.get("ulimits") or [])
+        for limit in ulimits:
+            parts = str(limit).split(":")
+            if len(parts) not in (2, 3) or not parts[0] or not all(p.lstrip("-").isdigit() for p in parts[1:]):
+                raise ValueError("mvp_container_ulimits: %r is not name:soft:hard (e.g. memlock:-1:-1, "
+                                 "stack:67108864:67108864)" % (limit,))
+        if ulimits:
+            item["ulimits"] = [str(limit) for limit in ulimits]
         gpus = node_vars.get("mvp_container_gpus") or []
         if gpus:
             item["device_requests"] = [{"driver": "nvidia", "device_ids": [str(g) for g in gpus],

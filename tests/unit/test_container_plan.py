@@ -33,3 +33,46 @@ def test_dev_workers_get_four_gpus_each_and_the_head_none():
     assert all(p["volumes"][0] == "/data/mvp/private:/private" for p in plan)
     assert all(p["image"] == "mvp-verl-gpu:latest" for p in plan)
     assert hostvars["mvp-ray-worker-0"]["mvp_ray_worker_gpus"] == 4
+
+
+def _settings(hostvars, **extra):
+    head = hostvars["mvp-ray-head"]
+    settings = {"image": head["mvp_node_image"], "network": "mvp-ray-net",
+                "host_shared_dir": head["mvp_host_shared_dir"], "shared_root": "/private",
+                "shm_size": head["mvp_container_shm_size"], "env": {}, "extra_volumes": [],
+                "ipc_mode": head["mvp_container_ipc_mode"], "ulimits": head["mvp_container_ulimits"]}
+    settings.update(extra)
+    return settings
+
+
+def test_dev_containers_get_a_large_shm_and_unlimited_memlock():
+    """The dev inventory (GPU) sets /dev/shm >= 16g, memlock unlimited and a large stack on every node."""
+    nodes, hostvars = dev_hostvars()
+    plan = mvp_container_plan(nodes, hostvars, _settings(hostvars))
+    for item in plan:
+        size = item["shm_size"]
+        assert size.endswith("g") and int(size[:-1]) >= 16
+        limits = {u.split(":")[0]: u.split(":")[1:] for u in item["ulimits"]}
+        assert limits["memlock"] == ["-1", "-1"]
+        assert int(limits["stack"][0]) >= 64 * 1024 * 1024
+        assert "ipc_mode" not in item  # host IPC is an option, not the default
+
+
+def test_ipc_host_is_an_option_and_bad_ulimits_are_refused():
+    nodes, hostvars = dev_hostvars()
+    plan = mvp_container_plan(nodes, hostvars, _settings(hostvars, ipc_mode="host"))
+    assert {p["ipc_mode"] for p in plan} == {"host"}
+    for bad in (["memlock"], ["memlock:unlimited"], [":1:1"], ["a:1:2:3"]):
+        try:
+            mvp_container_plan(nodes, hostvars, _settings(hostvars, ulimits=bad))
+        except ValueError as err:
+            assert "mvp_container_ulimits" in str(err) and bad[0] in str(err)
+        else:
+            raise AssertionError("%r was accepted" % bad)
+
+
+def test_cpu_settings_leave_the_plan_without_ipc_and_ulimits():
+    """Empty settings add no keys, so existing CPU containers keep their plan (and are not recreated)."""
+    nodes, hostvars = dev_hostvars()
+    plan = mvp_container_plan(nodes, hostvars, _settings(hostvars, ipc_mode="", ulimits=[]))
+    assert all("ipc_mode" not in p and "ulimits" not in p for p in plan)
