@@ -51,7 +51,9 @@ RUNTIME_ENV_REFUSED = {
 # env_vars the builder or the cluster sets: name (or prefix ending in "*") -> request field to use instead.
 OWNED_ENV = {
     "PYTHONPATH": "code_id (or code_path): the snapshot comes first on PYTHONPATH, then the job tools",
-    "MVP_*": "nothing: MVP_* variables name the job (submission_id, job directory)",
+    "MVP_SUBMISSION_ID": "submission_id",
+    "MVP_JOB_DIR": "submission_id (the job directory is <shared_root>/jobs/<submission_id>)",
+    "MVP_INTERNAL_TOKEN": "mvp_internal_token in the inventory (Vault): the token never goes into a job's files",
     "VERL_FILE_LOGGER_PATH": "trainer_overrides trainer.logger with `file`: metrics go to <job_dir>/logs/metrics.jsonl",
     "RAY_ADDRESS": "nothing: the driver connects to the cluster it was placed on",
     "RAY_AUTH_*": "mvp_ray_auth_token in the inventory (Vault): the token never goes into a job's files",

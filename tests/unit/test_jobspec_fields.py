@@ -220,3 +220,10 @@ def test_gpu_shape_is_not_checked_for_cpu_jobs():
     assert mvp_gpu_shape_problem(build(workload="sft"), []) != ""
     cpu = build(workload="ppo", trainer_overrides={"trainer.device": "cpu"})
     assert mvp_gpu_shape_problem(cpu, []) == ""
+
+
+def test_job_inputs_named_mvp_star_that_the_project_does_not_set_pass():
+    """The selftest's own inputs (MVP_SELFTEST_*) are job settings, not the project's."""
+    env = build(workload="selftest", env_vars={"MVP_SELFTEST_HOLD_SECONDS": "600",
+                                               "MVP_SELFTEST_REQUIRE_TOKEN": 1})["runtime_env"]["env_vars"]
+    assert (env["MVP_SELFTEST_HOLD_SECONDS"], env["MVP_SELFTEST_REQUIRE_TOKEN"]) == ("600", "1")
