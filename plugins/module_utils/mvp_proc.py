@@ -40,12 +40,14 @@ def comm_of(pid, proc_root="/proc"):
 def describe(pid, proc_root="/proc"):
     """Return (is_ray, text) for a process.
 
-    ``is_ray`` is True for Ray's own processes: ``gcs_server``, ``raylet``, or a program
-    running files of the ``ray`` package (``/site-packages/ray/`` in its command line).
+    ``is_ray`` is True for Ray's own processes: ``gcs_server``, ``raylet``, a program
+    running files of the ``ray`` package (``/site-packages/ray/`` in its command line), or
+    a Ray worker, which renames itself ``ray::<task or actor>`` (also in ``comm``).
     ``text`` is ``<comm> (pid <pid>: <command line, 160 characters at most>)``.
     """
     comm, argv = comm_of(pid, proc_root), argv_of(pid, proc_root)
-    is_ray = comm in ("gcs_server", "raylet") or any("/site-packages/ray/" in a for a in argv)
+    is_ray = (comm in ("gcs_server", "raylet") or comm.startswith("ray::")
+              or any("/site-packages/ray/" in a or a.startswith("ray::") for a in argv))
     return is_ray, "%s (pid %s: %s)" % (comm or "?", pid, " ".join(argv)[:160])
 
 

@@ -12,8 +12,11 @@ description:
   - Looks at the shared storage (exists, directory, writable, filesystem type from
     C(/proc/self/mountinfo)), reads the Python and Ray versions of I(ray_python)
     without importing Ray (the package is located with C(importlib.util.find_spec)
-    and its C(_version.py) or C(__init__.py) is parsed with C(ast)), and counts the
-    GPUs with C(nvidia-smi --list-gpus) when I(count_gpus) is true.
+    and its C(_version.py) or C(__init__.py) is parsed with C(ast)), reads the size of
+    C(/dev/shm) and the free space of I(disk_paths), and, when I(count_gpus) is true,
+    lists the GPUs and the processes holding their memory with nvidia-smi's CSV queries
+    (module_utils C(mvp_gpu)); processes of Ray (C(raylet), C(ray::*) workers, the
+    C(ray) package) are not foreign.
   - With I(probe_dir), I(probe_name) and I(probe), writes the file
     C(<probe_dir>/<probe_name>) holding I(probe) (write then rename; the head does this),
     so that the other nodes can then check that they see the same filesystem (see
@@ -37,9 +40,13 @@ options:
     type: bool
     default: true
   count_gpus:
-    description: Run C(nvidia-smi --list-gpus) and return the count.
+    description: Query nvidia-smi for the GPUs (C(gpus), C(gpu_list)) and the non-Ray processes holding their memory (C(gpu_foreign)).
     type: bool
     default: false
+  disk_paths:
+    description: Mapping variable name -> path whose filesystem's free space is returned in C(free_bytes) (the nearest existing parent is measured).
+    type: dict
+    default: {}
   probe_dir:
     description: Folder under the shared storage for probe files (created when missing).
     type: path
@@ -108,6 +115,24 @@ gpus:
   description: GPUs listed by nvidia-smi, or -1 when it failed (see gpu_error).
   type: int
   returned: when count_gpus is true
+gpu_list:
+  description: One dict per GPU - index, uuid, name, used_mib, total_mib (MiB; null when nvidia-smi prints N/A).
+  type: list
+  elements: dict
+  returned: when count_gpus is true
+gpu_foreign:
+  description: Processes that are not Ray's holding GPU memory - gpu (index), pid, process, used_mib.
+  type: list
+  elements: dict
+  returned: when count_gpus is true
+shm_bytes:
+  description: Size of the C(/dev/shm) filesystem in bytes (0 when there is none).
+  type: int
+  returned: always
+free_bytes:
+  description: Variable name from I(disk_paths) -> free bytes for unprivileged users on that path's filesystem.
+  type: dict
+  returned: always
 gpu_error:
   description: nvidia-smi's error output when it failed.
   type: str
@@ -128,6 +153,7 @@ import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.mvp_files import write_text_atomic
+from ansible.module_utils.mvp_gpu import read_gpus
 from ansible.module_utils.mvp_proc import describe, listening_pids
 
 # Run by ray_python: prints the Python version and Ray's version without importing Ray
@@ -195,16 +221,17 @@ def read_versions(ray_python):
     return words[0], " ".join(words[1:])
 
 
-def count_gpus():
-    """Return (count, error) from ``nvidia-smi --list-gpus``; count is -1 when it fails."""
+def fs_size(path, free=False):
+    """Return the size (or, with ``free``, the space free for unprivileged users) in bytes of the
+    filesystem holding ``path`` or its nearest existing parent; 0 when none can be read."""
+    while path and not os.path.exists(path):
+        parent = os.path.dirname(path.rstrip("/"))
+        path = parent if parent != path else ""
     try:
-        proc = subprocess.run(["nvidia-smi", "--list-gpus"], capture_output=True, text=True, timeout=60,
-                              check=False)
-    except OSError as exc:
-        return -1, str(exc)
-    if proc.returncode:
-        return -1, proc.stderr.strip() or "rc=%d" % proc.returncode
-    return len([line for line in proc.stdout.splitlines() if line.strip()]), ""
+        stat = os.statvfs(path or "/")
+    except OSError:
+        return 0
+    return (stat.f_bavail if free else stat.f_blocks) * stat.f_frsize
 
 
 def foreign_ports(ports):
@@ -246,6 +273,7 @@ def main():
             ray_python=dict(type="path", required=True),
             read_versions=dict(type="bool", default=True),
             count_gpus=dict(type="bool", default=False),
+            disk_paths=dict(type="dict", default={}),
             probe_dir=dict(type="path"),
             probe_name=dict(type="str"),
             probe=dict(type="str", no_log=False),
@@ -263,9 +291,11 @@ def main():
     python_version, ray_version = read_versions(params["ray_python"]) if params["read_versions"] else ("", "")
     result = dict(changed=False, shared_root=storage, python_version=python_version, ray_version=ray_version,
                   versions="python %s, ray %s" % (python_version, ray_version), mismatched_probes=[],
-                  ports_taken=foreign_ports(params["ports"]))
+                  ports_taken=foreign_ports(params["ports"]),
+                  shm_bytes=fs_size("/dev/shm") if os.path.isdir("/dev/shm") else 0,
+                  free_bytes={name: fs_size(str(path), free=True) for name, path in params["disk_paths"].items()})
     if params["count_gpus"]:
-        result["gpus"], result["gpu_error"] = count_gpus()
+        result.update(read_gpus(describe))
     if params["probe_name"] and storage["writable"] and not result["ports_taken"] and not module.check_mode:
         if not params["probe_dir"]:
             module.fail_json(msg="probe_dir is required with probe_name", **result)
