@@ -13,7 +13,15 @@ description:
     worker has joined when all hold - the raylet was started with
     C(--gcs-address=<gcs_address>); its C(--node-ip-address) is among I(alive_ips)
     (the nodes the head lists ALIVE - a restarted head forgets its old workers); the
-    fingerprint in C(<temp_dir>/mvp_secret.sha256) is the sha256 of I(secret).
+    fingerprint in C(<temp_dir>/mvp_secret.sha256) is the sha256 of I(secret) (and of the
+    other variables it hands the raylet); with I(route_env), the raylet's node IP is the
+    source address of the route to the head.
+  - With I(route_env) (the default), before anything else the route to the head is read
+    (C(ip -o route get <head ip>), module_utils C(mvp_net)); a route leaving from a
+    link-local address or through C(docker0) fails the module naming the interface
+    (unless I(socket_ifname) is set). Ray is started with C(--node-ip-address=<source>)
+    and C(NCCL_SOCKET_IFNAME) and C(GLOO_SOCKET_IFNAME) set to the route's interface (or
+    I(socket_ifname)) in the raylet's environment, so every actor and driver inherits them.
   - When it has joined, changes nothing. Otherwise stops a raylet that runs
     (C(ray stop --force)), writes the fingerprint and runs C(ray start
     --address=<gcs_address> --resources=<resources> --num-gpus=<num_gpus> ...) with
@@ -80,6 +88,14 @@ options:
     description: Seconds C(ray start) may take (it is killed after that and the module fails).
     type: int
     default: 120
+  route_env:
+    description: Start Ray with the route to the head's source address and interface (see above).
+    type: bool
+    default: true
+  socket_ifname:
+    description: Interface for C(NCCL_SOCKET_IFNAME)/C(GLOO_SOCKET_IFNAME) instead of the route's (empty - the route's).
+    type: str
+    default: ""
 author: MVP project
 """
 
@@ -103,6 +119,14 @@ node_ip:
   description: Node IP of the raylet running after the call (empty when none runs).
   type: str
   returned: always
+route:
+  description: The route to the head - dev, src, via (empty with I(route_env) false).
+  type: dict
+  returned: always
+socket_ifname:
+  description: The interface given to NCCL and Gloo (empty with I(route_env) false).
+  type: str
+  returned: always
 start_output:
   description: Standard output and error of C(ray start) when it ran.
   type: str
@@ -115,6 +139,7 @@ import os
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.mvp_net import route_problem, route_to
 from ansible.module_utils.mvp_proc import find_argv
 
 
@@ -161,14 +186,15 @@ def secrets_fingerprint(secret, secret_env, more_secrets):
     return fingerprint(json.dumps(more, sort_keys=True))
 
 
-def decide(raylet_argv, gcs_address, alive_ips, seen_fingerprint, wanted_fingerprint):
+def decide(raylet_argv, gcs_address, alive_ips, seen_fingerprint, wanted_fingerprint, wanted_node_ip=""):
     """Return (joined, reason) for a worker.
 
     :param raylet_argv: list of str or None, the raylet's command line.
     :param gcs_address: str, ``ip:port`` of the head's GCS.
     :param alive_ips: list of str, worker IPs the head lists ALIVE.
     :param seen_fingerprint: str, content of mvp_secret.sha256 ('' when missing).
-    :param wanted_fingerprint: str, fingerprint of the current secret.
+    :param wanted_fingerprint: str, fingerprint of the current secret and raylet environment.
+    :param wanted_node_ip: str, the node IP the raylet must have ('' - any).
     """
     if not raylet_argv:
         return False, "no raylet runs"
@@ -178,8 +204,10 @@ def decide(raylet_argv, gcs_address, alive_ips, seen_fingerprint, wanted_fingerp
     node_ip = flag(raylet_argv, "--node-ip-address")
     if node_ip not in alive_ips:
         return False, "the head does not list %s ALIVE (it restarted or lost this worker)" % (node_ip or "this node")
+    if wanted_node_ip and node_ip != wanted_node_ip:
+        return False, "the raylet runs as %s, the route to the head leaves from %s" % (node_ip, wanted_node_ip)
     if seen_fingerprint != wanted_fingerprint:
-        return False, "the raylet holds another secret (the internal token changed)"
+        return False, "the raylet holds another secret or environment (the internal token or the interface changed)"
     return True, "joined"
 
 
@@ -199,6 +227,8 @@ def main():
             secret_env=dict(type="str", default="MVP_INTERNAL_TOKEN"),
             more_secrets=dict(type="dict", default={}, no_log=True),
             timeout=dict(type="int", default=120),
+            route_env=dict(type="bool", default=True),
+            socket_ifname=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
@@ -210,11 +240,26 @@ def main():
             seen = handle.read().strip()
     except OSError:
         seen = ""
-    wanted = secrets_fingerprint(params["secret"], params["secret_env"], params["more_secrets"])
-    joined, reason = decide(raylet, params["gcs_address"], params["alive_ips"], seen, wanted)
+    route, ifname, net_env = {}, "", {}
+    if params["route_env"]:
+        head_ip, _, port = params["gcs_address"].rpartition(":")
+        try:
+            route = route_to(head_ip, int(port or 6379))
+        except RuntimeError as exc:
+            module.fail_json(msg="This worker cannot reach the head: %s." % exc)
+        problem = route_problem(route)
+        if problem and not params["socket_ifname"]:
+            module.fail_json(msg="This worker: %s. Ray and NCCL would advertise an address the other nodes "
+                                 "cannot reach. Give the node a route to the head over the cluster network, or set "
+                                 "mvp_ray_socket_ifname to the interface to use." % problem, route=route)
+        ifname = params["socket_ifname"] or route["dev"]
+        net_env = {"NCCL_SOCKET_IFNAME": ifname, "GLOO_SOCKET_IFNAME": ifname}
+    wanted = secrets_fingerprint(params["secret"], params["secret_env"], dict(params["more_secrets"], **net_env))
+    joined, reason = decide(raylet, params["gcs_address"], params["alive_ips"], seen, wanted,
+                            route.get("src", "") if not params["socket_ifname"] else "")
     node_ip = flag(raylet, "--node-ip-address") if raylet else ""
     if joined or module.check_mode:
-        module.exit_json(changed=not joined, reason=reason, node_ip=node_ip)
+        module.exit_json(changed=not joined, reason=reason, node_ip=node_ip, route=route, socket_ifname=ifname)
 
     if raylet:
         stop = subprocess.run([params["ray"], "stop", "--force"], capture_output=True, text=True, check=False)
@@ -232,11 +277,14 @@ def main():
         env.pop(name, None)
         if value:
             env[name] = str(value)
+    env.update(net_env)
     argv = [params["ray"], "start", "--address=%s" % params["gcs_address"],
             "--resources=%s" % json.dumps(params["resources"], sort_keys=True),
             "--num-gpus=%d" % params["num_gpus"], "--disable-usage-stats"]
     if params["num_cpus"]:
         argv.append("--num-cpus=%s" % params["num_cpus"])
+    if route.get("src") and not params["socket_ifname"]:
+        argv.append("--node-ip-address=%s" % route["src"])
     argv += params["extra_args"]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False,
@@ -253,7 +301,7 @@ def main():
                          reason=reason, node_ip=node_ip, start_output=output)
     raylet = find_raylet()
     module.exit_json(changed=True, reason=reason, node_ip=flag(raylet, "--node-ip-address") if raylet else "",
-                     start_output=output)
+                     start_output=output, route=route, socket_ifname=ifname)
 
 
 if __name__ == "__main__":
