@@ -122,16 +122,22 @@ def mvp_submission_id(workload, stamp, suffix):
     return "%s-%s-%s" % (workload, stamp, suffix)
 
 
-def _world_size(overrides):
-    """Processes of a verl trainer: trainer.nnodes x trainer.n_gpus_per_node (verl's defaults 1 and 8).
+def _shape(overrides, per_node_default=8):
+    """A verl trainer's (trainer.nnodes, trainer.n_gpus_per_node) as ints (verl's defaults 1 and 8).
 
-    :returns: int, or None when either is not a whole number (int or digits).
+    :returns: tuple of two ints, or None when either is not a whole number (int or digits).
     """
-    values = [overrides.get("trainer.nnodes", 1), overrides.get("trainer.n_gpus_per_node", 8)]
+    values = [overrides.get("trainer.nnodes", 1), overrides.get("trainer.n_gpus_per_node", per_node_default)]
     if not all((isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, str) and v.isdigit())
                for v in values):
         return None
-    return int(values[0]) * int(values[1])
+    return int(values[0]), int(values[1])
+
+
+def _world_size(overrides):
+    """Processes of a verl trainer: trainer.nnodes x trainer.n_gpus_per_node, or None (see _shape)."""
+    shape = _shape(overrides)
+    return shape[0] * shape[1] if shape else None
 
 
 def _resume(request, entry, workload, overrides, user_overrides, shared_root, defaults, notes):
@@ -202,9 +208,9 @@ def _kind(value):
     return type(value).__name__
 
 
-def _is_number(value):
-    """True for an int or float that is not a bool."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _is_positive(value):
+    """True for a finite int or float > 0 that is not a bool (NaN and infinity are not)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
 
 
 def _owned_env(name):
@@ -318,7 +324,7 @@ def _check_ray(ray, defaults):
         _fail("ray.entrypoint_resources", "must be a non-empty mapping of resource name -> amount",
               "give for example {%s: 1}" % resource)
     for name, amount in resources.items():
-        if not isinstance(name, str) or not _is_number(amount) or not amount > 0 or amount == float("inf"):
+        if not isinstance(name, str) or not _is_positive(amount):
             _fail("ray.entrypoint_resources", "%r: %r is not a resource name with a positive amount" % (name, amount),
                   "give names with numbers > 0, e.g. {%s: 1}" % resource)
     if resource not in resources:
@@ -326,7 +332,7 @@ def _check_ray(ray, defaults):
               "keep %s: 1 in it (the driver must run on a worker)" % resource)
     num_cpus = ray.get("entrypoint_num_cpus")
     num_cpus = 1 if num_cpus is None else num_cpus
-    if not _is_number(num_cpus) or not num_cpus > 0 or num_cpus == float("inf"):
+    if not _is_positive(num_cpus):
         _fail("ray.entrypoint_num_cpus", "%r is not a positive number" % (num_cpus,), "give for example 1")
     runtime_env = ray.get("runtime_env")
     if runtime_env is None:
@@ -422,7 +428,6 @@ def mvp_job_spec(request, catalog, defaults):
                           "give a folder name under <shared_root>/datasets (no absolute path, no '..')")
     model = _check_text(request, "model") or defaults.get("model")
     reward = _check_text(request, "reward_fn_path")
-    _check_text(request, "resume_from")
     base = defaults.get("ray_base") or {}
     if not isinstance(base, dict):
         _fail("mvp_ray_base", "is a %s, not a mapping" % _kind(base),
@@ -526,10 +531,11 @@ def mvp_job_spec(request, catalog, defaults):
         needs_gpus = False
         notes.append("trainer.device=cpu: the job trains on CPUs, so the GPU count is not checked")
     if needs_gpus:
-        gpus = _world_size(dict({"trainer.n_gpus_per_node": 1}, **overrides))
-        if gpus is None:
+        shape = _shape(overrides, per_node_default=1)
+        if shape is None:
             _fail("trainer_overrides.trainer.nnodes", "trainer.nnodes and trainer.n_gpus_per_node must be integers",
                   "give whole numbers, e.g. trainer.nnodes: 2, trainer.n_gpus_per_node: 8")
+        gpus = shape[0] * shape[1]
     return {
         "submission_id": submission_id,
         "workload": workload,
@@ -610,9 +616,7 @@ def mvp_gpu_shape_problem(spec, workers):
     """
     if not spec.get("needs_gpus"):
         return ""
-    overrides = spec.get("trainer_overrides") or {}
-    nodes = int(overrides.get("trainer.nnodes", 1))
-    per_node = int(overrides.get("trainer.n_gpus_per_node", 8))
+    nodes, per_node = _shape(spec.get("trainer_overrides") or {})
     counts = [(w.get("node_ip"), (w.get("resources_total") or {}).get("GPU", 0)) for w in workers]
     fitting = [ip for ip, gpus in counts if gpus >= per_node]
     if len(fitting) >= nodes:

@@ -240,7 +240,7 @@ def main():
             seen = handle.read().strip()
     except OSError:
         seen = ""
-    route, ifname, net_env = {}, "", {}
+    route, ifname, net_env, node_ip_wanted = {}, "", {}, ""
     if params["route_env"]:
         head_ip, _, port = params["gcs_address"].rpartition(":")
         try:
@@ -254,9 +254,10 @@ def main():
                                  "mvp_ray_socket_ifname to the interface to use." % problem, route=route)
         ifname = params["socket_ifname"] or route["dev"]
         net_env = {"NCCL_SOCKET_IFNAME": ifname, "GLOO_SOCKET_IFNAME": ifname}
+        # A chosen interface leaves the node IP to Ray; else it is the route's source address.
+        node_ip_wanted = "" if params["socket_ifname"] else route.get("src", "")
     wanted = secrets_fingerprint(params["secret"], params["secret_env"], dict(params["more_secrets"], **net_env))
-    joined, reason = decide(raylet, params["gcs_address"], params["alive_ips"], seen, wanted,
-                            route.get("src", "") if not params["socket_ifname"] else "")
+    joined, reason = decide(raylet, params["gcs_address"], params["alive_ips"], seen, wanted, node_ip_wanted)
     node_ip = flag(raylet, "--node-ip-address") if raylet else ""
     if joined or module.check_mode:
         module.exit_json(changed=not joined, reason=reason, node_ip=node_ip, route=route, socket_ifname=ifname)
@@ -283,8 +284,8 @@ def main():
             "--num-gpus=%d" % params["num_gpus"], "--disable-usage-stats"]
     if params["num_cpus"]:
         argv.append("--num-cpus=%s" % params["num_cpus"])
-    if route.get("src") and not params["socket_ifname"]:
-        argv.append("--node-ip-address=%s" % route["src"])
+    if node_ip_wanted:
+        argv.append("--node-ip-address=%s" % node_ip_wanted)
     argv += params["extra_args"]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False,

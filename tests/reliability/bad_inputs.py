@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-from suite import differences as changed_files, listing as snapshot, print_table
+from suite import differences as changed_files, head_state, listing as snapshot, print_table
 
 BUSY_PORT = 18265
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -191,12 +191,11 @@ def prepare(host_shared, head_container):
 
 
 def ray_job_ids(head_container, python, address):
-    """Submission ids in Ray's job table, read with JobSubmissionClient inside the head container."""
-    proc = subprocess.run(["docker", "exec", head_container, python, "-c",
-                           "from ray.job_submission import JobSubmissionClient as C\n"
-                           "print('\\n'.join(sorted(str(j.submission_id) for j in C(%r).list_jobs())))" % address],
-                          capture_output=True, text=True, check=True)
-    return set(proc.stdout.split())
+    """Submission ids in Ray's job table, read in the head container (suite.head_state)."""
+    state = head_state(head_container, python, address)
+    if state is None:
+        raise RuntimeError("Ray's job table could not be read in %s at %s" % (head_container, address))
+    return {job["submission_id"] for job in state["jobs"]}
 
 
 def main():

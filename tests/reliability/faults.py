@@ -26,7 +26,7 @@ import sys
 import time
 import traceback
 
-from suite import differences, print_table
+from suite import differences, head_state, print_table
 from suite import listing as suite_listing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -43,22 +43,6 @@ SESSION_DIR = re.compile(r"^session_")
 STALE_NODE_TIMEOUT = 90
 DEBUG_KINDS = ("ray_status", "ray_job_list", "ray_list_nodes", "ray_list_actors")
 
-# Runs on the head with the Ray venv: its node table and job table as JSON.
-HEAD_STATE_PY = r"""
-import json, os, sys
-token = sys.argv[2]
-if os.path.isfile(token) and os.path.getsize(token) > 0:
-    os.environ.setdefault("RAY_AUTH_MODE", "token")
-    os.environ.setdefault("RAY_AUTH_TOKEN_PATH", token)
-from ray.util.state import list_nodes
-from ray.job_submission import JobSubmissionClient
-address = sys.argv[1]
-nodes = [{"node_id": n.node_id, "node_ip": n.node_ip, "state": str(getattr(n.state, "value", n.state)),
-          "is_head_node": bool(n.is_head_node)} for n in list_nodes(address=address, limit=10000)]
-jobs = [{"submission_id": j.submission_id, "status": str(getattr(j.status, "value", j.status))}
-        for j in JobSubmissionClient(address).list_jobs()]
-print(json.dumps({"nodes": nodes, "jobs": jobs}))
-"""
 
 
 class CaseFailed(Exception):
@@ -125,11 +109,7 @@ class Cluster:
     # --- Ray, read on the head ----------------------------------------------
     def head_state(self):
         """Ray's node and job tables read on the head, or None when the head does not answer."""
-        proc = subprocess.run(["docker", "exec", self.container[self.head], self.python, "-c", HEAD_STATE_PY,
-                               self.address, self.token_path], capture_output=True, text=True, timeout=120)
-        if proc.returncode:
-            return None
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+        return head_state(self.container[self.head], self.python, self.address, self.token_path)
 
     def alive(self):
         """{host: set of the Ray node ids the head lists ALIVE at that running container's IP}, for every

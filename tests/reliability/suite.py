@@ -1,7 +1,42 @@
-"""Helpers shared by the reliability suites (bad_inputs.py, faults.py): file listings and the result table."""
+"""Helpers shared by the reliability suites (bad_inputs.py, faults.py): file listings, Ray's tables read in the
+head container, and the result table."""
 
 import hashlib
+import json
 import os
+import subprocess
+
+# Runs on the head with the Ray venv: its node table and job table as JSON.
+HEAD_STATE_PY = r"""
+import json, os, sys
+token = sys.argv[2]
+if os.path.isfile(token) and os.path.getsize(token) > 0:
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    os.environ.setdefault("RAY_AUTH_TOKEN_PATH", token)
+from ray.util.state import list_nodes
+from ray.job_submission import JobSubmissionClient
+address = sys.argv[1]
+nodes = [{"node_id": n.node_id, "node_ip": n.node_ip, "state": str(getattr(n.state, "value", n.state)),
+          "is_head_node": bool(n.is_head_node)} for n in list_nodes(address=address, limit=10000)]
+jobs = [{"submission_id": j.submission_id, "status": str(getattr(j.status, "value", j.status))}
+        for j in JobSubmissionClient(address).list_jobs()]
+print(json.dumps({"nodes": nodes, "jobs": jobs}))
+"""
+
+
+def head_state(container, python, address, token_path=""):
+    """Ray's node and job tables, read inside the head's container with its Ray venv.
+
+    :param container: str, the head's container name; :param python: its Python with Ray;
+    :param address: the Jobs/State API as seen in the head; :param token_path: Ray's auth
+        token file there ('' or a missing file: no token).
+    :returns: dict {"nodes": [...], "jobs": [{"submission_id", "status"}]}, or None when the head does not answer.
+    """
+    proc = subprocess.run(["docker", "exec", container, python, "-c", HEAD_STATE_PY, address, token_path],
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode:
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def listing(folder, hashes=False, skip_dir=None):
