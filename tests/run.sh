@@ -26,14 +26,19 @@ stage_syntax() {
       fi
     done
   done
-  # The dev inventory's container plan in check mode, with this machine standing in for h1.
-  if ansible-playbook playbooks/cluster.yml -i inventories/dev --check --tags containers -l h1 \
+  # The dev inventory's image and container plan in check mode, with this machine standing
+  # in for h1 and the CPU node image for verl's GPU image (the base is a setting).
+  local base
+  base=$(bash images/node/build.sh --print-tag)
+  if ansible-playbook playbooks/cluster.yml -i inventories/dev --check --tags prereq,containers -l h1 \
       -e ansible_connection=local -e "ansible_python_interpreter=$(command -v python)" \
-      -e mvp_docker_network=mvp-devcheck-net >/tmp/mvp-devcheck.log 2>&1 \
+      -e mvp_docker_network=mvp-devcheck-net -e "mvp_node_image_base=$base" \
+      -e mvp_node_image_base_python=/usr/bin/python3 >/tmp/mvp-devcheck.log 2>&1 \
+      && [ "$(grep -Ec "image: mvp-verl-gpu:[0-9a-f]{12}$" /tmp/mvp-devcheck.log)" = 3 ] \
       && grep -q "'4'" /tmp/mvp-devcheck.log \
       && [ "$(grep -c 'shm_size: 16g' /tmp/mvp-devcheck.log)" = 3 ] \
       && [ "$(grep -c -- '- memlock:-1:-1' /tmp/mvp-devcheck.log)" = 3 ]; then
-    echo "check mode ok: dev container plan (GPU device requests, 16g /dev/shm and memlock on all 3 nodes)"
+    echo "check mode ok: dev plan (GPU image from its recipe; GPU device requests, 16g /dev/shm and memlock on all 3 nodes)"
   else
     echo "check mode FAILED: dev container plan"; tail -30 /tmp/mvp-devcheck.log; rc=1
   fi

@@ -22,7 +22,7 @@ def test_dev_workers_get_four_gpus_each_and_the_head_none():
     nodes, hostvars = dev_hostvars()
     assert nodes == ["mvp-ray-head", "mvp-ray-worker-0", "mvp-ray-worker-1"]
     plan = mvp_container_plan(nodes, hostvars, {
-        "image": hostvars["mvp-ray-head"]["mvp_node_image"], "network": "mvp-ray-net",
+        "image": "mvp-verl-gpu:0123456789ab", "network": "mvp-ray-net",
         "host_shared_dir": hostvars["mvp-ray-head"]["mvp_host_shared_dir"], "shared_root": "/private",
         "shm_size": "1g", "env": {"HF_HOME": "/private/hf"}, "extra_volumes": []})
     by_name = {p["name"]: p for p in plan}
@@ -31,13 +31,33 @@ def test_dev_workers_get_four_gpus_each_and_the_head_none():
         {"driver": "nvidia", "device_ids": ["0", "1", "2", "3"], "capabilities": [["gpu"]]}]
     assert by_name["mvp-ray-worker-1"]["device_requests"][0]["device_ids"] == ["4", "5", "6", "7"]
     assert all(p["volumes"][0] == "/data/mvp/private:/private" for p in plan)
-    assert all(p["image"] == "mvp-verl-gpu:latest" for p in plan)
+    assert all(p["image"] == "mvp-verl-gpu:0123456789ab" for p in plan)
     assert hostvars["mvp-ray-worker-0"]["mvp_ray_worker_gpus"] == 4
+
+
+def test_dev_builds_its_node_image_from_the_gpu_recipe():
+    """dev names no prebuilt image: the prereq role builds images/<variant>/Dockerfile FROM a verl image."""
+    _, hostvars = dev_hostvars()
+    head = hostvars["mvp-ray-head"]
+    assert head["mvp_node_image"] == ""
+    assert head["mvp_node_image_build"] is True
+    recipe = os.path.join(ROOT, "images", head["mvp_node_image_variant"], "Dockerfile")
+    assert os.path.isfile(recipe)
+    assert head["mvp_node_image_base"].startswith("verlai/verl:")
+    # The recipe installs the node requirements, so its Ray is the pin every node and the controller share.
+    with open(os.path.join(ROOT, "images/node/requirements.txt"), encoding="utf-8") as handle:
+        node_ray = [line.strip() for line in handle if line.startswith("ray")]
+    with open(os.path.join(ROOT, "requirements.txt"), encoding="utf-8") as handle:
+        controller_ray = [line.strip() for line in handle if line.startswith("ray")]
+    assert node_ray and controller_ray
+    assert node_ray[0].split("==")[1] == controller_ray[0].split("==")[1]
+    with open(recipe, encoding="utf-8") as handle:
+        assert "node-requirements.txt" in handle.read()
 
 
 def _settings(hostvars, **extra):
     head = hostvars["mvp-ray-head"]
-    settings = {"image": head["mvp_node_image"], "network": "mvp-ray-net",
+    settings = {"image": "mvp-verl-gpu:0123456789ab", "network": "mvp-ray-net",
                 "host_shared_dir": head["mvp_host_shared_dir"], "shared_root": "/private",
                 "shm_size": head["mvp_container_shm_size"], "env": {}, "extra_volumes": [],
                 "ipc_mode": head["mvp_container_ipc_mode"], "ulimits": head["mvp_container_ulimits"]}
