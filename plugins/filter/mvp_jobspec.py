@@ -628,6 +628,70 @@ def mvp_gpu_shape_problem(spec, workers):
                ", ".join("%s %g" % (ip, gpus) for ip, gpus in counts) or "none"))
 
 
+def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
+    """Return what stops a job from being submitted, from the head's look at it (list of str).
+
+    One message per problem, in this order, each naming the field or setting to change:
+    the code snapshot incomplete, trainer overrides Hydra refused, the model or reward
+    function missing, a dataset missing, the submission id taken (job directory or Ray
+    job), more GPUs than Ray reports or a per-node GPU shape no workers give (both only with
+    ``check_gpus`` and a GPU workload), no ALIVE worker carrying the entrypoint resource.
+
+    :param check: dict returned by the ``mvp_submit_check`` module (``missing`` path name ->
+        path, ``hydra_errors``, ``job_dir_exists``, ``existing_job``, ``summary`` with
+        ``total_gpus`` and ``alive_workers``).
+    :param spec: dict from mvp_job_spec.
+    :param worker_resource: str, the custom resource every worker carries (mvp_ray_worker_resource).
+    :param check_gpus: bool, compare the GPUs asked with the cluster's (submit_job_check_gpus).
+    :returns: list of str; empty when the job can be submitted.
+    """
+    missing = check.get("missing") or {}
+    summary = check.get("summary") or {}
+    root = spec["shared_root"]
+    problems = []
+    if "mvp_marker.py" in missing or "verl/__init__.py" in missing:
+        problems.append("code_path %s is not a code snapshot (needs mvp_marker.py and verl/__init__.py). Create it "
+                        "with site.yml (mvp_verl_snapshots) or pick an existing code_id under %s/common/code/verl/."
+                        % (spec["code_path"], root))
+    if check.get("hydra_errors"):
+        problems.append("trainer_overrides do not fit %s/verl/trainer/config/%s.yaml: %s. Fix: correct the key or "
+                        "value in trainer_overrides." % (spec["code_path"], spec.get("hydra_config"),
+                                                         "; ".join(check["hydra_errors"])))
+    if "model" in missing:
+        problems.append("model %s does not exist on the shared storage. Prepare the model with site.yml (models) "
+                        "or set model to a folder under %s/common/models." % (missing["model"], root))
+    if "reward_fn_path" in missing:
+        problems.append("reward_fn_path %s does not exist on the shared storage. Copy the reward function under "
+                        "%s/user/code/." % (missing["reward_fn_path"], root))
+    for key, path in sorted((spec.get("data_files") or {}).items()):
+        if key in missing:
+            problems.append("dataset file %s (%s) does not exist. Prepare it with site.yml (prepare_data) or set "
+                            "`dataset` to a folder under %s/datasets/." % (path, key, root))
+    taken = []
+    if check.get("job_dir_exists"):
+        taken.append("job directory %s exists" % spec["job_dir"])
+    if check.get("existing_job"):
+        taken.append("Ray has a job with that id, status %s" % check["existing_job"])
+    if taken:
+        problems.append("submission_id '%s' is taken (%s). Job directories are never reused: choose another "
+                        "submission_id or omit it to get a fresh one." % (spec["submission_id"], "; ".join(taken)))
+    if check_gpus and spec.get("needs_gpus"):
+        total = summary.get("total_gpus") or 0
+        if spec.get("gpus_requested", 0) > total:
+            problems.append("trainer.nnodes * trainer.n_gpus_per_node = %s GPUs, but Ray reports %d. Lower "
+                            "trainer_overrides trainer.nnodes / trainer.n_gpus_per_node, or set "
+                            "submit_job_check_gpus=false to submit anyway."
+                            % (spec.get("gpus_requested"), int(total)))
+        else:
+            shape = mvp_gpu_shape_problem(spec, summary.get("alive_workers") or [])
+            if shape:
+                problems.append(shape)
+    if not summary.get("alive_workers"):
+        problems.append("No ALIVE node carries '%s', so the driver could never be placed. Run site.yml to start "
+                        "the workers." % worker_resource)
+    return problems
+
+
 def mvp_submit_cmd(spec):
     """Return the ``ray job submit`` command line equivalent to a job spec (one line).
 
@@ -645,7 +709,7 @@ def mvp_submit_cmd(spec):
 
 class FilterModule(object):
     """Job spec filters: mvp_job_spec, mvp_parse_jobspec, mvp_submit_cmd, mvp_submission_id,
-    mvp_is_submission_id, mvp_gpu_shape_problem, mvp_hydra_overrides."""
+    mvp_is_submission_id, mvp_gpu_shape_problem, mvp_submit_problems, mvp_hydra_overrides."""
 
     def filters(self):
         """Return the filter table."""
@@ -656,5 +720,6 @@ class FilterModule(object):
             "mvp_submission_id": mvp_submission_id,
             "mvp_is_submission_id": mvp_is_submission_id,
             "mvp_gpu_shape_problem": mvp_gpu_shape_problem,
+            "mvp_submit_problems": mvp_submit_problems,
             "mvp_hydra_overrides": hydra_overrides,
         }

@@ -43,6 +43,37 @@ options:
     description: Run C(ray) CLI commands inside the module's process (see above).
     type: bool
     default: true
+  detach:
+    description:
+      - Return at once and take the snapshots in a detached process on the node (a
+        double fork, as Ansible's own async wrapper does, without its file transfers):
+        the commands run while the play goes on, e.g. while the job is submitted.
+      - When the detached process is done it writes I(record) (JSON - C(files), C(rcs),
+        C(then_files), or C(failed) and C(msg)); wait for that file (C(ansible.builtin.wait_for)).
+    type: bool
+    default: false
+  then:
+    description:
+      - A second snapshot of the same commands taken once a file appears, e.g. the
+        placement record C(debug/placement.json) that C(ray_job) writes when the driver
+        is placed. Started in the background before the submission, one call takes the
+        submission and the placement snapshots while the job is submitted.
+      - When the file does not appear within I(then.timeout) seconds the second
+        snapshot is not taken (C(then_files) is empty); the module still succeeds.
+    type: dict
+    suboptions:
+      stage:
+        description: Stage name of the second snapshot.
+        type: str
+        required: true
+      after_file:
+        description: File whose appearance starts the second snapshot.
+        type: path
+        required: true
+      timeout:
+        description: Seconds to wait for I(then.after_file).
+        type: int
+        default: 300
 author: MVP project
 """
 
@@ -54,6 +85,24 @@ EXAMPLES = r"""
     commands:
       - {name: ray_status, argv: [ray, status]}
       - {name: ray_job_list, argv: [ray, job, list, --address, "http://127.0.0.1:8265"]}
+
+- name: Bundle | Snapshot at submission, and again once the driver is placed (started in the background)
+  mvp_debug_bundle:
+    dest: /private/jobs/selftest-20261121-120000-1a2b3c/debug
+    stage: submit
+    commands:
+      - {name: ray_status, argv: [ray, status]}
+    then:
+      stage: placed
+      after_file: /private/jobs/selftest-20261121-120000-1a2b3c/debug/placement.json
+      timeout: 330
+    detach: true
+  register: bundle
+
+- name: Bundle | Wait until both snapshots are written
+  ansible.builtin.wait_for:
+    path: "{{ bundle.record }}"
+    timeout: 450
 """
 
 RETURN = r"""
@@ -70,10 +119,24 @@ rcs:
   description: Exit code per command name (null when it timed out or could not start).
   type: dict
   returned: always
+record:
+  description: File C(<dest>/<stamp>-<stage>-bundle.json) the detached process writes when it is done.
+  type: str
+  returned: when I(detach) is true
+then_files:
+  description: Paths written by the second snapshot (I(then)); empty when its file never appeared.
+  type: list
+  elements: str
+  returned: when I(then) is set
+then_waited:
+  description: Seconds waited for I(then.after_file) (float).
+  type: float
+  returned: when I(then) is set
 """
 
 import contextlib
 import io
+import json
 import os
 import re
 import shlex
@@ -172,28 +235,106 @@ def main():
             commands=dict(type="list", elements="dict", required=True),
             timeout=dict(type="int", default=60),
             in_process=dict(type="bool", default=True),
+            detach=dict(type="bool", default=False),
+            then=dict(type="dict", options=dict(
+                stage=dict(type="str", required=True),
+                after_file=dict(type="path", required=True),
+                timeout=dict(type="int", default=300),
+            )),
         ),
         supports_check_mode=True,
     )
     params = module.params
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    paths = [os.path.join(params["dest"], "%s-%s-%s.txt" % (stamp, params["stage"], c["name"]))
-             for c in params["commands"]]
     if module.check_mode:
-        module.exit_json(changed=True, files=paths, stamp=stamp, rcs={})
+        module.exit_json(changed=True, files=bundle_paths(params["dest"], stamp, params["stage"], params["commands"]),
+                         stamp=stamp, rcs={})
     if not os.path.isdir(params["dest"]):
         module.fail_json(msg="debug folder %s does not exist" % params["dest"])
-    commands = params["commands"]
+    if params["detach"]:
+        record = os.path.join(params["dest"], "%s-%s-bundle.json" % (stamp, params["stage"]))
+        detached(lambda: take(params, stamp), record)
+        module.exit_json(changed=True, stamp=stamp, record=record,
+                         files=bundle_paths(params["dest"], stamp, params["stage"], params["commands"]))
+    module.exit_json(**take(params, stamp))
+
+
+def take(params, stamp):
+    """Take the snapshot (and the I(then) one); return the module result (dict)."""
     cli = ray_cli() if params["in_process"] else None
+    paths, rcs = snapshot(params, cli, stamp, params["stage"])
+    result = dict(changed=True, files=paths, stamp=stamp, rcs=rcs)
+    then = params["then"]
+    if then:
+        waited = wait_for_file(then["after_file"], then["timeout"])
+        result["then_waited"] = waited
+        result["then_files"] = []
+        if waited is not None:
+            later = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            result["then_files"] = snapshot(params, cli, later, then["stage"])[0]
+    return result
+
+
+def detached(work, record):
+    """Run ``work()`` in a detached grandchild process and return at once in the caller.
+
+    The grandchild has its own session and /dev/null as stdin, stdout and stderr (the
+    module's JSON channel stays clean and ``docker exec``/SSH do not wait for it); it
+    writes ``work()``'s result, or ``{"failed": true, "msg": ...}``, as JSON to
+    ``record`` (str path) and exits without running the parent's exit handlers.
+    :raises OSError: when the process cannot be forked.
+    """
+    child = os.fork()
+    if child:
+        os.waitpid(child, 0)
+        return
+    try:
+        os.setsid()
+        if os.fork():
+            os._exit(0)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        try:
+            outcome = work()
+        except BaseException as exc:  # recorded for whoever waits, never raised into the void
+            outcome = {"failed": True, "msg": "%s: %s" % (type(exc).__name__, exc)}
+        write_text_atomic(record, json.dumps(outcome, indent=1, sort_keys=True) + "\n")
+    finally:
+        os._exit(0)
+
+
+def bundle_paths(dest, stamp, stage, commands):
+    """Return the file path of each command's output: ``<dest>/<stamp>-<stage>-<name>.txt`` (list of str)."""
+    return [os.path.join(dest, "%s-%s-%s.txt" % (stamp, stage, c["name"])) for c in commands]
+
+
+def snapshot(params, cli, stamp, stage):
+    """Run every command once and write its file; return (paths, {name: rc}).
+
+    :param params: the module parameters (dest, commands, timeout).
+    :param cli: Ray's click group (ray_cli()) or None to run every command as a subprocess.
+    """
+    commands = params["commands"]
+    paths = bundle_paths(params["dest"], stamp, stage, commands)
     inside = [bool(cli) and os.path.basename(c["argv"][0]) == "ray" for c in commands]
     outside = run_all([c for c, i in zip(commands, inside) if not i], params["timeout"])
     results = [run_in_process(cli, c["argv"][1:], params["timeout"]) if i else outside.pop(0)
                for c, i in zip(commands, inside)]
     host = os.uname()[1]
-    for command, path, (rc, out, err) in zip(params["commands"], paths, results):
+    for command, path, (rc, out, err) in zip(commands, paths, results):
         write_text_atomic(path, render(command, rc, out, err, stamp, host))
-    module.exit_json(changed=True, files=paths, stamp=stamp,
-                     rcs={c["name"]: r[0] for c, r in zip(params["commands"], results)})
+    return paths, {c["name"]: r[0] for c, r in zip(commands, results)}
+
+
+def wait_for_file(path, timeout, interval=0.2):
+    """Wait until ``path`` exists; return the seconds waited (float), or None after ``timeout`` seconds."""
+    start = time.time()
+    while not os.path.exists(path):
+        if time.time() - start >= timeout:
+            return None
+        time.sleep(interval)
+    return round(time.time() - start, 2)
 
 
 if __name__ == "__main__":

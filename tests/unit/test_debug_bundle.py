@@ -56,3 +56,56 @@ def test_in_process_commands_capture_output_strip_colours_and_record_failures():
     rc, out, err = run_in_process(cli, ["broken"], timeout=10)
     assert rc == 1 and "RuntimeError: GCS unreachable" in err
     assert run_in_process(cli, ["leave"], timeout=10)[0] == 3
+
+
+def test_wait_for_file_returns_seconds_or_none(tmp_path):
+    from mvp_debug_bundle import wait_for_file
+
+    present = tmp_path / "placement.json"
+    present.write_text("{}")
+    assert wait_for_file(str(present), timeout=5) < 1
+    assert wait_for_file(str(tmp_path / "never"), timeout=0.3, interval=0.05) is None
+
+
+def test_detached_work_writes_its_record_after_the_caller_returned(tmp_path):
+    """A real double fork: the caller returns before the work ends; the record holds the result."""
+    import json
+    import os
+    import time
+
+    from mvp_debug_bundle import detached
+
+    gate = tmp_path / "gate"
+    record = tmp_path / "bundle.json"
+
+    def work():
+        while not gate.exists():
+            time.sleep(0.02)
+        return {"files": ["a.txt"], "pid": os.getpid()}
+
+    start = time.time()
+    detached(work, str(record))
+    assert not record.exists()  # the work waits for the gate: the caller did not wait for it
+    gate.write_text("")
+    while not record.exists() and time.time() - start < 10:
+        time.sleep(0.02)
+    result = json.loads(record.read_text())
+    assert result["files"] == ["a.txt"] and result["pid"] != os.getpid()
+
+
+def test_detached_work_that_raises_is_recorded(tmp_path):
+    import json
+    import time
+
+    from mvp_debug_bundle import detached
+
+    record = tmp_path / "bundle.json"
+
+    def work():
+        raise RuntimeError("no ray here")
+
+    detached(work, str(record))
+    deadline = time.time() + 10
+    while not record.exists() and time.time() < deadline:
+        time.sleep(0.02)
+    assert json.loads(record.read_text()) == {"failed": True, "msg": "RuntimeError: no ray here"}
