@@ -111,8 +111,7 @@ def inventory(tmp, workers):
     if os.path.isdir(inv):
         return inv
     os.makedirs(os.path.join(inv, "group_vars", "all"))
-    for name in ("00-mvp-paths.yml", "00-mvp-workloads.yml"):
-        os.symlink(os.path.join(ROOT, "inventories/common/all", name), os.path.join(inv, "group_vars/all", name))
+    os.symlink(os.path.join(ROOT, "inventories/common/all"), os.path.join(inv, "group_vars/all", "00-mvp"))
     os.symlink(os.path.join(ROOT, "inventories/local/group_vars/ray_nodes"), os.path.join(inv, "group_vars/ray_nodes"))
     with open(os.path.join(inv, "group_vars/all/10-bench.yml"), "w") as handle:
         handle.write("mvp_host_shared_dir: %s\nmvp_node_image_build: true\nmvp_docker_network: %s\n"
