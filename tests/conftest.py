@@ -12,5 +12,5 @@ import ansible.module_utils
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ansible.module_utils.__path__.append(os.path.join(ROOT, "plugins", "module_utils"))
-for sub in ("plugins/modules", "plugins/filter", "roles/submit_job/files/job_tools"):
+for sub in ("plugins/modules", "plugins/filter", "roles/verl_snapshot/files/job_tools"):
     sys.path.insert(0, os.path.join(ROOT, sub))

@@ -31,7 +31,8 @@ REQUEST_KEYS = frozenset([
     "model", "dataset", "ray", "trainer_overrides", "env_vars", "resume_from",
 ])
 RAY_KEYS = frozenset(["address", "entrypoint_resources", "entrypoint_num_cpus", "runtime_env"])
-# Job tools (mvp_entry.py, selftest.py) on the shared storage: <shared_root>/<TOOLS_SUBDIR>.
+# Job tools (mvp_entry.py, selftest.py) on the shared storage: <shared_root>/<tools_subdir>
+# (mvp_job_tools_subdir; this when the defaults name none).
 TOOLS_SUBDIR = "common/code/mvp_tools"
 # runtime_env keys a request may set (Ray's runtime_env reference, ray.runtime_env.RuntimeEnv).
 RUNTIME_ENV_KEYS = frozenset(["env_vars", "config", "worker_process_setup_hook", "nsight"])
@@ -368,7 +369,7 @@ def mvp_job_spec(request, catalog, defaults):
 
     :param request: dict, the user's request (keys in REQUEST_KEYS).
     :param catalog: dict, workload name -> catalog entry.
-    :param defaults: dict with ``shared_root``, ``code_id``, ``python``,
+    :param defaults: dict with ``shared_root``, ``tools_subdir`` (optional), ``code_id``, ``python``,
         ``worker_resource``, ``address`` (this cluster's Jobs API, from
         ``mvp_ray_dashboard_port``), ``expect_workers`` (int) and optionally ``model``,
         ``snapshot_shares_device`` (bool: the snapshot's trainer passes the
@@ -385,7 +386,7 @@ def mvp_job_spec(request, catalog, defaults):
         entrypoint_num_cpus, trainer_overrides, hydra_config, hydra_overrides
         (the ``key=value`` strings of the entrypoint), data_files, needs_gpus,
         gpus_requested, model, model_path, dataset, reward_fn_path, address,
-        tools_dir (the job tools folder, ``<shared_root>/common/code/mvp_tools``),
+        tools_dir (the job tools folder, ``<shared_root>/<tools_subdir>``),
         notes (list of str: decisions the user should know about),
         site_overrides (what the inventory added), metrics_file (verl's file
         logger output, ``<job_dir>/logs/metrics.jsonl``, or None), world_size
@@ -436,7 +437,7 @@ def mvp_job_spec(request, catalog, defaults):
     ray = _check_ray(dict(base, **given_ray) if isinstance(given_ray, dict) else (given_ray or dict(base)), defaults)
 
     job_dir = posixpath.join(shared_root, "jobs", submission_id)
-    tools = posixpath.join(shared_root, TOOLS_SUBDIR)
+    tools = posixpath.join(shared_root, defaults.get("tools_subdir") or TOOLS_SUBDIR)
     python = defaults.get("python", "python")
 
     overrides = dict(entry.get("trainer_overrides") or {})
@@ -649,6 +650,11 @@ def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
     summary = check.get("summary") or {}
     root = spec["shared_root"]
     problems = []
+    tools = sorted(name for name in missing if name.startswith("job_tools/"))
+    if tools:
+        problems.append("the job tools %s are missing from %s. Install them with site.yml (the verl_snapshot "
+                        "role puts them there with the code snapshots)."
+                        % (", ".join(name.split("/", 1)[1] for name in tools), spec["tools_dir"]))
     if "mvp_marker.py" in missing or "verl/__init__.py" in missing:
         problems.append("code_path %s is not a code snapshot (needs mvp_marker.py and verl/__init__.py). Create it "
                         "with site.yml (mvp_verl_snapshots) or pick an existing code_id under %s/common/code/verl/."

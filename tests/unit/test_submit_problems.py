@@ -78,3 +78,21 @@ def test_no_alive_worker_names_the_resource():
     check = healthy(spec, workers=0)
     (problem,) = mvp_submit_problems(check, spec, "gpu_box")
     assert problem.startswith("No ALIVE node carries 'gpu_box'")
+
+
+def test_missing_job_tools_name_each_file_and_site_yml():
+    spec = spec_of()
+    check = healthy(spec)
+    check["missing"] = {"job_tools/selftest.py": spec["tools_dir"] + "/selftest.py",
+                        "job_tools/mvp_entry.py": spec["tools_dir"] + "/mvp_entry.py"}
+    (problem,) = mvp_submit_problems(check, spec, "worker_node")
+    assert problem.startswith("the job tools mvp_entry.py, selftest.py are missing from %s" % spec["tools_dir"])
+    assert "site.yml" in problem
+
+
+def test_the_tools_folder_follows_the_setting_and_the_request_shared_root():
+    spec = mvp_job_spec(dict(workload="selftest", submission_id="job-1", shared_root="/other"), CATALOG,
+                        dict(DEFAULTS, tools_subdir="opt/tools"))
+    assert spec["tools_dir"] == "/other/opt/tools"
+    words = spec["entrypoint"].split()
+    assert words[2] == "/other/opt/tools/mvp_entry.py" and "/other/opt/tools/selftest.py" in words
