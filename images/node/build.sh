@@ -58,7 +58,9 @@ if [ -n "$VARIANT" ]; then
 fi
 REPO=${MVP_IMAGE_REPO:-mvp-${VARIANT:-ray-node}}
 
-# Every file of the recipe, in a stable order (caches and build output excluded).
+# Every file of the recipe, in a stable order (caches and build output excluded); the
+# tag hashes each one's path relative to images/ (not where the checkout lives) and content.
+IMAGES_DIR=$(cd "$HERE/.." && pwd)
 recipe_files() {
   printf '%s\n' "$HERE/build.sh" "$HERE/requirements.txt"
   if [ -n "$VARIANT_DIR" ]; then
@@ -66,7 +68,7 @@ recipe_files() {
       ! -path '*/build/*' | LC_ALL=C sort
   fi
 }
-TAG=$(recipe_files | while read -r f; do printf '%s\n' "${f#"$HERE/../"}"; cat "$f"; done | sha256sum | cut -c1-12)
+TAG=$(recipe_files | while read -r f; do printf '%s\n' "${f#"$IMAGES_DIR/"}"; cat "$f"; done | sha256sum | cut -c1-12)
 IMAGE="$REPO:$TAG"
 
 if $PRINT_TAG; then
@@ -206,7 +208,7 @@ if [ ! -f "$VENV_CACHE/.mvp-complete" ]; then
   if [ -n "$NODEPS_FILE" ]; then
     cp "$NODEPS_FILE" "$STAGE/tmp/requirements-nodeps.txt"
     pip_in_chroot "$STAGE" install -q --no-cache-dir --disable-pip-version-check --no-deps "${PIP_CA_ARGS[@]}" \
-      -r /tmp/requirements-nodeps.txt || die "pip install --no-deps of ${NODEPS_FILE#"$HERE/../"} failed."
+      -r /tmp/requirements-nodeps.txt || die "pip install --no-deps of ${NODEPS_FILE#"$IMAGES_DIR/"} failed."
     rm -f "$STAGE/tmp/requirements-nodeps.txt"
   fi
   umount "${MOUNTED[@]}"
