@@ -62,8 +62,11 @@ def cases(tmp, existing_id):
         ("wrong type in an override", "submit.yml",
          ["-e", "workload=ppo"] + model + ["-e", '{"trainer_overrides": {"trainer.total_epochs": "many"}}'],
          "'trainer.total_epochs' expects int"),
-        ("GPU request larger than the cluster", "submit.yml", ["-e", "workload=grpo"] + model,
-         "trainer.nnodes * trainer.n_gpus_per_node = 8 GPUs, but Ray reports 0"),
+        # The device and the shape given in the request: the same case holds on an inventory whose
+        # site overrides train on CPU (local: trainer.device=cpu, 2 logical GPUs) and in molecule.
+        ("GPU request larger than the cluster", "submit.yml", ["-e", "workload=grpo"] + model + [
+            "-e", '{"trainer_overrides": {"trainer.device": "cuda", "trainer.nnodes": 4, "trainer.n_gpus_per_node": 2}}'],
+         "trainer.nnodes * trainer.n_gpus_per_node = 8 GPUs, but Ray reports"),
         ("save_freq 0", "submit.yml",
          ["-e", "workload=sft"] + model + ["-e", '{"trainer_overrides": {"trainer.save_freq": 0}}'],
          "field 'trainer_overrides.trainer.save_freq'"),
