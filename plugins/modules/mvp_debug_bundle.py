@@ -123,6 +123,12 @@ record:
   description: File C(<dest>/<stamp>-<stage>-bundle.json) the detached process writes when it is done.
   type: str
   returned: when I(detach) is true
+max_seconds:
+  description: >-
+    Upper bound, in seconds, of the detached work - every command at its I(timeout) in each
+    snapshot plus the wait of I(then) - for whoever waits for I(record) (int).
+  type: int
+  returned: when I(detach) is true
 then_files:
   description: Paths written by the second snapshot (I(then)); empty when its file never appeared.
   type: list
@@ -254,9 +260,20 @@ def main():
     if params["detach"]:
         record = os.path.join(params["dest"], "%s-%s-bundle.json" % (stamp, params["stage"]))
         detached(lambda: take(params, stamp), record)
-        module.exit_json(changed=True, stamp=stamp, record=record,
+        module.exit_json(changed=True, stamp=stamp, record=record, max_seconds=max_seconds(params),
                          files=bundle_paths(params["dest"], stamp, params["stage"], params["commands"]))
     module.exit_json(**take(params, stamp))
+
+
+def max_seconds(params):
+    """Return the most seconds (int) a detached run of ``params`` can take.
+
+    Commands run in Ray's process one after the other, so a snapshot is bounded by every
+    command at its ``timeout``; I(then) adds its wait for the file and a second snapshot.
+    """
+    one = len(params["commands"]) * params["timeout"]
+    then = params.get("then")
+    return one + (one + then["timeout"] if then else 0)
 
 
 def take(params, stamp):

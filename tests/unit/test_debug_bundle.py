@@ -1,7 +1,7 @@
 """Unit tests of the debug bundle runner with real processes."""
 import sys
 
-from mvp_debug_bundle import render, run_all
+from mvp_debug_bundle import max_seconds, render, run_all
 
 
 def test_commands_run_concurrently_and_keep_their_order(tmp_path):
@@ -109,3 +109,11 @@ def test_detached_work_that_raises_is_recorded(tmp_path):
     while not record.exists() and time.time() < deadline:
         time.sleep(0.02)
     assert json.loads(record.read_text()) == {"failed": True, "msg": "RuntimeError: no ray here"}
+
+
+def test_max_seconds_bounds_every_command_of_both_snapshots_and_the_wait():
+    commands = [{"name": n, "argv": ["ray", n]} for n in ("status", "list")]
+    alone = {"commands": commands, "timeout": 7, "then": None}
+    assert max_seconds(alone) == len(commands) * 7
+    chained = dict(alone, then={"stage": "placed", "after_file": "/x", "timeout": 40})
+    assert max_seconds(chained) == 2 * len(commands) * 7 + 40
