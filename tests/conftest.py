@@ -1,16 +1,15 @@
 """Make the project's Ansible plugins importable in tests.
 
-Modules import their helpers as ``ansible.module_utils.<name>``; Ansible finds
-them through ``module_utils`` in ansible.cfg. Tests add the same folder to the
-``ansible.module_utils`` package path, and the modules and filters folders to
-``sys.path``.
+The checkout is the collection ``mvp.ray``: ``collections/ansible_collections/mvp/ray``
+links back to it, and modules import their helpers as
+``ansible_collections.mvp.ray.plugins.module_utils.<name>``. Tests put ``collections/``
+on ``sys.path`` (``ansible_collections`` is a namespace package, so the collections
+Ansible bundles stay importable), and the modules and filters folders too so a test
+imports a module by its file name.
 """
 import os
 import sys
 
-import ansible.module_utils
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ansible.module_utils.__path__.append(os.path.join(ROOT, "plugins", "module_utils"))
-for sub in ("plugins/modules", "plugins/filter", "roles/verl_snapshot/files/job_tools"):
+for sub in ("collections", "plugins/modules", "plugins/filter", "roles/verl_snapshot/files/job_tools"):
     sys.path.insert(0, os.path.join(ROOT, sub))

@@ -378,7 +378,7 @@ def mvp_job_spec(request, catalog, defaults):
         {trainer_overrides, env_vars}, applied between the catalog and the
         request), ``wandb_key_set`` (bool: a W&B key reaches the workers),
         ``resume_run`` (the earlier run named by the request's ``resume_from``, as
-        ``mvp_job_runs`` returns it, or None when it has no job directory) and
+        ``ray_job_runs`` returns it, or None when it has no job directory) and
         ``repeat`` (``{group, index, count}`` of ``submit.yml -e repeat=N``, or None),
         ``ray_base`` (``mvp_ray_base``: ray keys merged under the request's, then checked).
     :returns: dict with submission_id, workload, shared_root, job_dir, code_id,
@@ -611,7 +611,7 @@ def mvp_gpu_shape_problem(spec, workers):
 
     :param spec: dict from mvp_job_spec (``needs_gpus``, ``trainer_overrides``).
     :param workers: list of ALIVE worker node dicts (``node_ip``, ``resources_total`` with
-        ``GPU``), as ``mvp_submit_check`` returns them in ``summary.alive_workers``.
+        ``GPU``), as ``ray_submit_check`` returns them in ``summary.alive_workers``.
     :returns: str, empty when the shape fits or the job needs no GPUs; else the message,
         naming the two settings and each worker's GPU count.
     """
@@ -638,7 +638,7 @@ def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
     job), more GPUs than Ray reports or a per-node GPU shape no workers give (both only with
     ``check_gpus`` and a GPU workload), no ALIVE worker carrying the entrypoint resource.
 
-    :param check: dict returned by the ``mvp_submit_check`` module (``missing`` path name ->
+    :param check: dict returned by the ``ray_submit_check`` module (``missing`` path name ->
         path, ``hydra_errors``, ``job_dir_exists``, ``existing_job``, ``summary`` with
         ``total_gpus`` and ``alive_workers``).
     :param spec: dict from mvp_job_spec.

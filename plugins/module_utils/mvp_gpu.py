@@ -11,7 +11,7 @@ Formats are nvidia-smi's CSV queries (``nvidia-smi --help-query-gpu`` and
   (MiB), and nothing when none does. A value nvidia-smi cannot read is printed as
   ``[N/A]`` (or ``[Not Supported]``).
 
-Used by mvp_node_preflight on workers before Ray starts there.
+Used by ray_node_preflight on workers before Ray starts there.
 """
 
 from __future__ import annotations

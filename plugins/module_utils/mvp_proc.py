@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 """Read processes and listening sockets from /proc (Linux), for the node modules.
 
-Used by mvp_node_preflight (who holds the head's ports), mvp_ray_head (the
-owner named in its port error) and mvp_ray_worker (the running raylet). Formats
+Used by ray_node_preflight (who holds the head's ports), ray_head (the
+owner named in its port error) and ray_worker (the running raylet). Formats
 are proc(5): ``/proc/net/tcp{,6}`` rows hold the local address as hex
 ``ip:port``, the state (``0A`` = LISTEN) and the socket inode in column 10;
 ``/proc/<pid>/fd/*`` links read ``socket:[<inode>]``; ``/proc/<pid>/cmdline``

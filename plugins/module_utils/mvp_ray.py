@@ -10,6 +10,7 @@ Ray installed.
 
 from __future__ import annotations
 
+import json
 import os
 
 TERMINAL_STATUSES = ("SUCCEEDED", "FAILED", "STOPPED")
@@ -69,6 +70,26 @@ def job_row(details):
     row = {field: getattr(details, field, None) for field in JOB_FIELDS}
     row["status"] = status_name(row["status"])
     return row
+
+
+CONNECTION_ARGS = dict(
+    address=dict(type="str", required=True),
+    auth_token=dict(type="str", no_log=True),
+)
+"""argument_spec entries of the doc fragment mvp.ray.connection (address, auth_token)."""
+
+
+def use_auth_token(token, environ=None):
+    """Make Ray's State API client send ``token``: set ``RAY_AUTH_TOKEN`` in this process.
+
+    :param token: str or None; None or empty leaves the environment as it is (Ray's own
+        lookup: ``RAY_AUTH_TOKEN``, then its token file).
+    :param environ: mapping to change (``os.environ`` by default; tests pass a dict).
+    :returns: dict, the HTTP headers for the Jobs API (``auth_headers(token)``).
+    """
+    if token:
+        (os.environ if environ is None else environ)["RAY_AUTH_TOKEN"] = token
+    return auth_headers(token)
 
 
 def auth_headers(token):
@@ -237,7 +258,7 @@ def stalled_placement_groups(groups, job_id, now, timeout, first_seen=None):
 
 
 def stalled_message(submission_id, stalled, nodes, timeout):
-    """Say which placement group shape no node offers (for a job that was stopped).
+    """Say which placement group shape no node offers (for a job whose groups stalled).
 
     :param submission_id: str.
     :param stalled: list of (group, age) pairs from :func:`stalled_placement_groups`.
@@ -258,6 +279,59 @@ def stalled_message(submission_id, stalled, nodes, timeout):
         "%s %s" % (n["node_ip"], json.dumps(schedulable_resources(n["resources_total"]), sort_keys=True))
         for n in nodes if n["state"] == "ALIVE")
     return ("Ray job %s asked for placement groups that stayed PENDING longer than %s s (the "
-            "placement-group deadline): %s. No ALIVE node offers that shape (nodes: %s). The job was "
-            "stopped. Fix the trainer's resources (trainer.nnodes, trainer.n_gpus_per_node) or start "
-            "workers that offer them." % (submission_id, int(timeout), groups, offered))
+            "placement-group deadline): %s. No ALIVE node offers that shape (nodes: %s). Fix the "
+            "trainer's resources (trainer.nnodes, trainer.n_gpus_per_node) or start workers that offer them."
+            % (submission_id, int(timeout), groups, offered))
+
+
+def details_to_dict(details):
+    """Turn Ray's JobDetails (pydantic model or dataclass) into a JSON-safe dict (None stays None)."""
+    if details is None:
+        return None
+    if hasattr(details, "model_dump"):
+        data = details.model_dump()
+    elif hasattr(details, "dict"):
+        data = details.dict()
+    else:  # pragma: no cover - older Ray
+        data = dict(details.__dict__)
+    return json.loads(json.dumps(data, default=str))
+
+
+def placement(state_module, address, job, worker_resource):
+    """Return where a job's driver runs, from Ray's node table (one State API call).
+
+    :param job: dict from details_to_dict with ``driver_node_id``; sets ``job["driver_node_ip"]``.
+    :param worker_resource: str, the custom resource that marks worker nodes.
+    :returns: dict with ``submission_id``, ``status``, ``driver_node_id``, ``driver_node_ip``,
+        ``head_node_ip`` (None without an ALIVE head) and ``worker_ips`` (list of str) - the
+        format of ``debug/placement.json``; None when the job has no driver node yet.
+    """
+    if not job or not job.get("driver_node_id"):
+        return None
+    nodes = list_nodes(state_module, address)
+    job["driver_node_ip"] = node_ip_for(nodes, job["driver_node_id"])
+    summary = summarize(nodes, worker_resource)
+    return {"submission_id": job.get("submission_id"), "status": status_name(job.get("status")),
+            "driver_node_id": job["driver_node_id"], "driver_node_ip": job["driver_node_ip"],
+            "head_node_ip": summary["head"]["node_ip"] if summary["head"] else None,
+            "worker_ips": summary["worker_ips"]}
+
+
+def pending_message(job, timeout, nodes, outcome):
+    """Say why a job is still PENDING after ``timeout`` s: what its driver asks vs what ALIVE nodes offer.
+
+    :param job: dict from details_to_dict (``submission_id``, ``entrypoint_resources``,
+        ``entrypoint_num_cpus`` as Ray recorded them).
+    :param nodes: list of node dicts (list_nodes).
+    :param outcome: str appended, what was done about it and how to fix it.
+    :returns: str.
+    """
+    offered = {}
+    for node in nodes:
+        if node["state"] == "ALIVE":
+            for key, value in schedulable_resources(node["resources_total"]).items():
+                offered[key] = offered.get(key, 0) + value
+    return ("Ray job %s still PENDING after %ss: no ALIVE node offers entrypoint_resources=%s with "
+            "entrypoint_num_cpus=%s (ALIVE nodes offer %s). %s"
+            % (job.get("submission_id"), timeout, json.dumps(job.get("entrypoint_resources") or {}, sort_keys=True),
+               job.get("entrypoint_num_cpus"), json.dumps(offered, sort_keys=True), outcome))

@@ -2,7 +2,7 @@
 """Compare training runs: the numbers behind report.yml (no plotting, no I/O).
 
 Input runs are the dicts of ``mvp_runs.read_run`` (``series`` included) with
-``status`` and ``wall_s`` added by ``mvp_job_runs``. Metric specs come from the
+``status`` and ``wall_s`` added by ``ray_job_runs``. Metric specs come from the
 workload catalog (``mvp_workloads.<workload>.metrics``)::
 
     {"key": "train/loss", "unit": "nats/token", "better": "lower",

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """Read job directories (``<shared_root>/jobs/<submission_id>/``) as training runs.
 
-Used on the head by ``mvp_job_runs`` (status.yml, report.yml, ``resume_from``) and
+Used on the head by ``ray_job_runs`` (status.yml, report.yml, ``resume_from``) and
 by the tests. Pure file reading, no Ray: the job directory outlives the cluster.
 
 Formats read, all written by this project or by verl into the job directory:

@@ -87,7 +87,7 @@ def corpus(rows):
     :param rows: list of {"question", "answer"} dicts (``mvp_gsm8k.sample_rows``).
     :returns: list of str.
     """
-    from ansible.module_utils.mvp_gsm8k import INSTRUCTION
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_gsm8k import INSTRUCTION
 
     texts = []
     for row in rows:

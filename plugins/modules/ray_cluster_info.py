@@ -15,11 +15,10 @@ description:
   - Runs on a node that can reach the dashboard (normally the head) with a
     Python interpreter that has C(ray[default]) installed.
   - Read-only; supports check mode.
+version_added: 0.1.0
+extends_documentation_fragment:
+  - mvp.ray.connection
 options:
-  address:
-    description: Dashboard URL of the cluster (the Jobs/State API endpoint); the project passes C(mvp_ray_jobs_address).
-    type: str
-    required: true
   timeout:
     description: Seconds allowed for the state API call.
     type: int
@@ -37,12 +36,12 @@ author: MVP project
 
 EXAMPLES = r"""
 - name: Cluster | Read the node table
-  ray_cluster_info:
+  mvp.ray.ray_cluster_info:
     address: http://127.0.0.1:8265
   register: cluster
 
 - name: Cluster | Wait until two workers are alive
-  ray_cluster_info:
+  mvp.ray.ray_cluster_info:
     address: "{{ mvp_ray_jobs_address }}"
   register: cluster
   until: cluster.summary.alive_workers | length >= 2
@@ -83,14 +82,15 @@ jobs:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.mvp_ray import import_ray, job_row, list_nodes, summarize
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
+    CONNECTION_ARGS, import_ray, job_row, list_nodes, summarize, use_auth_token)
 
 
 def main():
     """Module entry point."""
     module = AnsibleModule(
         argument_spec=dict(
-            address=dict(type="str", required=True),
+            CONNECTION_ARGS,
             timeout=dict(type="int", default=30),
             resource=dict(type="str", default="worker_node"),
             jobs=dict(type="bool", default=False),
@@ -98,6 +98,7 @@ def main():
         supports_check_mode=True,
     )
     client_cls, state = import_ray(module)
+    headers = use_auth_token(module.params["auth_token"])
     address = module.params["address"]
     try:
         nodes = list_nodes(state, address, module.params["timeout"])
@@ -106,7 +107,7 @@ def main():
     result = dict(changed=False, nodes=nodes, summary=summarize(nodes, module.params["resource"]))
     if module.params["jobs"]:
         try:
-            jobs = client_cls(address).list_jobs()
+            jobs = client_cls(address, headers=headers).list_jobs()
         except Exception as exc:
             module.fail_json(msg="Cannot list Ray jobs at %s: %s" % (address, exc), **result)
         result["jobs"] = sorted((job_row(j) for j in jobs), key=lambda r: r["start_time"] or 0)

@@ -1,7 +1,7 @@
 """Unit tests of the debug bundle runner with real processes."""
 import sys
 
-from mvp_debug_bundle import max_seconds, render, run_all
+from ray_debug_bundle import max_seconds, render, run_all
 
 
 def test_commands_run_concurrently_and_keep_their_order(tmp_path):
@@ -34,7 +34,7 @@ def test_render_names_command_rc_and_stderr():
 def test_in_process_commands_capture_output_strip_colours_and_record_failures():
     import click
 
-    from mvp_debug_bundle import run_in_process
+    from ray_debug_bundle import run_in_process
 
     @click.group()
     def cli():
@@ -59,7 +59,7 @@ def test_in_process_commands_capture_output_strip_colours_and_record_failures():
 
 
 def test_wait_for_file_returns_seconds_or_none(tmp_path):
-    from mvp_debug_bundle import wait_for_file
+    from ray_debug_bundle import wait_for_file
 
     present = tmp_path / "placement.json"
     present.write_text("{}")
@@ -73,7 +73,7 @@ def test_detached_work_writes_its_record_after_the_caller_returned(tmp_path):
     import os
     import time
 
-    from mvp_debug_bundle import detached
+    from ray_debug_bundle import detached
 
     gate = tmp_path / "gate"
     record = tmp_path / "bundle.json"
@@ -97,7 +97,7 @@ def test_detached_work_that_raises_is_recorded(tmp_path):
     import json
     import time
 
-    from mvp_debug_bundle import detached
+    from ray_debug_bundle import detached
 
     record = tmp_path / "bundle.json"
 

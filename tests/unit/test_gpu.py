@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from ansible.module_utils.mvp_gpu import foreign_apps, parse_apps, parse_gpus, read_gpus
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_gpu import foreign_apps, parse_apps, parse_gpus, read_gpus
 
 STANDIN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "standins", "nvidia-smi")
 

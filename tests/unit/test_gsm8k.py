@@ -5,7 +5,7 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ansible.module_utils.mvp_gsm8k import (
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_gsm8k import (
     check_manifest, convert_rows, extract_ground_truth, read_jsonl, sample_rows,
     write_manifest, write_parquet_atomic)
 
@@ -102,7 +102,7 @@ def test_manifest_detects_missing_and_corrupted_files(tmp_path):
 
 
 def test_jsonl_parquet_and_hub_layouts_give_the_same_rows(tmp_path):
-    from ansible.module_utils.mvp_gsm8k import load_split
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_gsm8k import load_split
 
     rows = sample_rows(5, seed=7)
     jsonl_dir, parquet_dir, hub_dir = tmp_path / "j", tmp_path / "p", tmp_path / "h" / "main"
@@ -118,7 +118,7 @@ def test_jsonl_parquet_and_hub_layouts_give_the_same_rows(tmp_path):
 
 
 def test_missing_split_names_the_accepted_layouts(tmp_path):
-    from ansible.module_utils.mvp_gsm8k import load_split
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_gsm8k import load_split
 
     try:
         load_split(str(tmp_path), "test")

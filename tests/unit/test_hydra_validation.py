@@ -12,7 +12,7 @@ import zipfile
 import pytest
 import yaml
 
-from ansible.module_utils.mvp_hydra import validate_overrides
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_hydra import validate_overrides
 from mvp_jobspec import mvp_job_spec
 
 VERL = os.environ.get("MVP_TEST_VERL", "verl==0.9.1")

@@ -3,7 +3,7 @@ import json
 import math
 import os
 
-from ansible.module_utils.mvp_runs import latest_checkpoint, list_job_dirs, read_metrics, read_run, world_size_of
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import latest_checkpoint, list_job_dirs, read_metrics, read_run, world_size_of
 
 # (step, data) of each metrics line, in the order verl writes them. Step 8 is logged
 # twice (train line, then val/loss on a line of its own, as verl's SFT trainer does).

@@ -243,7 +243,7 @@ def test_inventory_reward_function_is_used_unless_the_request_names_one():
 
 
 def earlier_run(workload="sft", step=6, world_size=None, submission_id="sft-old"):
-    """An earlier run as mvp_job_runs returns it (checkpoint world size from the catalog's shape by default)."""
+    """An earlier run as ray_job_runs returns it (checkpoint world size from the catalog's shape by default)."""
     overrides = CATALOG[workload]["trainer_overrides"]
     if world_size is None:
         world_size = overrides["trainer.nnodes"] * overrides["trainer.n_gpus_per_node"]

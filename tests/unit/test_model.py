@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from mvp_model import RECORD, complete, file_sizes, link, write_record
+from ray_model import RECORD, complete, file_sizes, link, write_record
 
 
 def make_model(root):

@@ -3,7 +3,7 @@ import subprocess
 
 import pytest
 
-from ansible.module_utils.mvp_net import parse_route_get, route_problem, route_to
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_net import parse_route_get, route_problem, route_to
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -1,6 +1,6 @@
 """Unit tests of the pure parts of the Ray modules (no cluster needed)."""
-from ansible.module_utils.mvp_ray import auth_headers, node_ip_for, node_to_dict, summarize
-from ray_job import pending_message, status_of
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
+    auth_headers, node_ip_for, node_to_dict, pending_message, status_name, summarize, use_auth_token)
 
 NODES = [
     node_to_dict({"node_id": "h", "node_ip": "10.0.0.1", "is_head_node": True, "state": "ALIVE",
@@ -26,15 +26,42 @@ def test_driver_node_id_maps_to_ip():
 
 
 def test_status_strings_from_enum_or_plain():
-    assert status_of({"status": "JobStatus.RUNNING"}) == "RUNNING"
-    assert status_of({"status": "PENDING"}) == "PENDING"
+    assert status_name("JobStatus.RUNNING") == "RUNNING"
+    assert status_name("PENDING") == "PENDING"
 
 
 def test_pending_message_names_the_missing_resource():
-    params = {"pending_timeout": 30, "entrypoint_resources": {"gpu_node": 1}, "entrypoint_num_cpus": 1}
-    msg = pending_message({"submission_id": "j1"}, params, NODES)
-    assert "j1" in msg and '{"gpu_node": 1}' in msg and '"worker_node": 100.0' in msg
+    job = {"submission_id": "j1", "entrypoint_resources": {"gpu_node": 1}, "entrypoint_num_cpus": 1}
+    msg = pending_message(job, 30, NODES, "The job was stopped.")
+    assert "j1" in msg and '{"gpu_node": 1}' in msg and '"worker_node": 100.0' in msg and "after 30s" in msg
     assert "node:__internal_head__" not in msg
+    assert msg.endswith("The job was stopped.")
+
+
+def test_auth_token_goes_to_the_headers_and_the_state_api_environment():
+    environ = {}
+    assert use_auth_token("t0k", environ) == {"Authorization": "Bearer t0k"}
+    assert environ == {"RAY_AUTH_TOKEN": "t0k"}
+    untouched = {"RAY_AUTH_TOKEN": "from-env"}
+    assert use_auth_token(None, untouched) == {}
+    assert untouched == {"RAY_AUTH_TOKEN": "from-env"}
+
+
+def test_placement_maps_the_driver_node_and_lists_the_alive_workers():
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import placement
+
+    class State(object):  # stands in for ray.util.state: pure logic under test
+        @staticmethod
+        def list_nodes(address, limit=None, timeout=None, raise_on_missing_output=None, detail=None):
+            return NODES
+
+    job = {"submission_id": "j1", "status": "JobStatus.RUNNING", "driver_node_id": "w0"}
+    where = placement(State, "http://h:8265", job, "worker_node")
+    assert where == {"submission_id": "j1", "status": "RUNNING", "driver_node_id": "w0",
+                     "driver_node_ip": NODES[1]["node_ip"], "head_node_ip": NODES[0]["node_ip"],
+                     "worker_ips": [n["node_ip"] for n in NODES if n["state"] == "ALIVE" and not n["is_head_node"]]}
+    assert job["driver_node_ip"] == NODES[1]["node_ip"]
+    assert placement(State, "http://h:8265", {"submission_id": "j2", "driver_node_id": None}, "worker_node") is None
 
 
 def test_auth_header_only_with_a_token():
@@ -45,7 +72,7 @@ def test_auth_header_only_with_a_token():
 def test_job_info_or_none_maps_an_unknown_id_to_none_and_raises_other_errors():
     import pytest
 
-    from ansible.module_utils.mvp_ray import job_info_or_none
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import job_info_or_none
 
     class Client(object):
         def __init__(self, error=None):
@@ -73,7 +100,7 @@ def _group(pg_id, job, created_s=None, bundles=None, state="PENDING", strategy="
 
 
 def test_bundle_shapes_count_identical_bundles_and_name_the_strategy():
-    from ansible.module_utils.mvp_ray import bundle_shapes
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import bundle_shapes
 
     group = _group("a", "01", bundles=[{"unit_resources": {"GPU": 1.0, "CPU": 10.0}}] * 4
                    + [{"unit_resources": {"CPU": 1.0}}])
@@ -81,7 +108,7 @@ def test_bundle_shapes_count_identical_bundles_and_name_the_strategy():
 
 
 def test_only_this_jobs_groups_pending_past_the_deadline_are_stalled():
-    from ansible.module_utils.mvp_ray import stalled_placement_groups
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import stalled_placement_groups
 
     now = 1000.0
     groups = [_group("old", "01", created_s=now - 200), _group("young", "01", created_s=now - 10),
@@ -93,7 +120,7 @@ def test_only_this_jobs_groups_pending_past_the_deadline_are_stalled():
 
 
 def test_groups_without_a_creation_time_age_from_first_sight():
-    from ansible.module_utils.mvp_ray import stalled_placement_groups
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import stalled_placement_groups
 
     seen = {}
     group = _group("x", "01")
@@ -104,7 +131,7 @@ def test_groups_without_a_creation_time_age_from_first_sight():
 
 
 def test_stalled_message_names_shape_scheduling_state_and_offers():
-    from ansible.module_utils.mvp_ray import stalled_message
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import stalled_message
 
     nodes = [{"node_ip": "10.0.0.2", "state": "ALIVE", "resources_total": {"CPU": 8.0, "worker_node": 100.0,
                                                                           "node:10.0.0.2": 1.0, "memory": 5.0}},
@@ -113,4 +140,4 @@ def test_stalled_message_names_shape_scheduling_state_and_offers():
     assert "sft-1" in msg and "180 s" in msg and "181 s" in msg
     assert '1 x {"CPU": 10.0, "GPU": 1.0} (STRICT_PACK)' in msg and "INFEASIBLE" in msg
     assert '10.0.0.2 {"CPU": 8.0, "worker_node": 100.0}' in msg and "10.0.0.9" not in msg
-    assert "stopped" in msg
+    assert "trainer.n_gpus_per_node" in msg

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from ansible.module_utils.mvp_report import build_report, chain_series, check_metric_spec, compare, spec_diff, stats
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_report import build_report, chain_series, check_metric_spec, compare, spec_diff, stats
 
 WHERE = "mvp_workloads.sft.metrics[0]"
 
@@ -19,7 +19,7 @@ def _points(values, first_step=1):
 
 
 def _run(submission_id, series=None, status="SUCCEEDED", resume_from=None, spec=None):
-    """A run as mvp_job_runs hands it to the report."""
+    """A run as ray_job_runs hands it to the report."""
     return {"submission_id": submission_id, "series": series or {}, "status": status,
             "resume_from": resume_from, "spec": spec if spec is not None else {},
             "workload": "sft", "code_id": "c1", "model": "tiny", "wall_s": 10.0,

@@ -28,7 +28,7 @@ def declared():
 def sources():
     """Yield (path, text) of every file whose Jinja reads settings: roles, playbooks, templates."""
     patterns = ["roles/*/defaults/*.yml", "roles/*/vars/*.yml", "roles/*/tasks/*.yml", "roles/*/templates/*",
-                "playbooks/*.yml", "*.yml", "templates/*"]
+                "playbooks/*.yml", "playbooks/templates/*", "*.yml"]
     for pattern in patterns:
         for path in sorted(glob.glob(os.path.join(ROOT, pattern))):
             with open(path, encoding="utf-8") as handle:

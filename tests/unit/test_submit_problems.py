@@ -10,7 +10,7 @@ def spec_of(workload="selftest", **request):
 
 
 def healthy(spec, gpus_per_worker=0, workers=2):
-    """What mvp_submit_check returns when everything is in place."""
+    """What ray_submit_check returns when everything is in place."""
     alive = [{"node_ip": "10.0.0.%d" % (i + 2), "resources_total": {"worker_node": 100, "GPU": gpus_per_worker}}
              for i in range(workers)]
     return {"missing": {}, "hydra_errors": [], "job_dir_exists": False, "existing_job": None,

@@ -1,7 +1,7 @@
 """Unit tests of the tiny model settings (module_utils/mvp_tiny_model.normalize_spec)."""
 import pytest
 
-from ansible.module_utils.mvp_tiny_model import DEFAULT_SPEC, CHAT_TEMPLATE, normalize_spec
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_tiny_model import DEFAULT_SPEC, CHAT_TEMPLATE, normalize_spec
 
 
 def test_defaults_fill_missing_keys_and_keep_given_ones():

@@ -27,7 +27,7 @@ import zipfile
 import pytest
 from omegaconf import OmegaConf
 
-from ansible.module_utils.mvp_hydra import validate_overrides
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_hydra import validate_overrides
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORPUS_FILE = os.path.join(ROOT, "tests", "data", "verl_examples_0.9.1.json")

@@ -5,7 +5,7 @@ import zipfile
 
 import pytest
 
-from mvp_verl_snapshot import CODE_ID_RE, extract_verl, tree_hash
+from ray_verl_snapshot import CODE_ID_RE, extract_verl, tree_hash
 
 
 def make_package(root, body="x = 1\n"):

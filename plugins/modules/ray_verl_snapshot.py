@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: mvp_verl_snapshot
+module: ray_verl_snapshot
 short_description: Create an immutable verl code snapshot C(<dest_root>/<code_id>/)
 description:
   - Takes the C(verl/) package from I(src) - a directory that contains
@@ -52,7 +52,7 @@ author: MVP project
 
 EXAMPLES = r"""
 - name: Snapshot | Make verl-0.9.1 from a downloaded wheel
-  mvp_verl_snapshot:
+  mvp.ray.ray_verl_snapshot:
     code_id: verl-0.9.1
     src: /tmp/mvp-verl/verl-0.9.1-py3-none-any.whl
     dest_root: /private/common/code/verl
@@ -227,7 +227,7 @@ def main():
         if module.check_mode:
             module.exit_json(changed=True, msg="would create %s" % target, **result)
         with open(os.path.join(staging, "mvp_marker.py"), "w", encoding="utf-8") as handle:
-            handle.write('"""Marker of the verl code snapshot %s (written by mvp_verl_snapshot)."""\n'
+            handle.write('"""Marker of the verl code snapshot %s (written by ray_verl_snapshot)."""\n'
                          'MARKER = "%s"\n' % (code_id, code_id))
         with open(os.path.join(staging, "SNAPSHOT.json"), "w", encoding="utf-8") as handle:
             json.dump({"code_id": code_id, "source": params["source_label"] or params["src"],

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: mvp_job_runs
+module: ray_job_runs
 short_description: Read job directories as training runs (status, steps, metrics, checkpoints)
 description:
   - Reads C(<jobs_dir>/<submission_id>/) as written by submit.yml and verl - the job spec
@@ -56,7 +56,7 @@ author: MVP project
 
 EXAMPLES = r"""
 - name: Report | Read the last three SFT runs
-  mvp_job_runs:
+  mvp.ray.ray_job_runs:
     jobs_dir: /private/jobs
     workload: sft
     last: 3
@@ -65,7 +65,7 @@ EXAMPLES = r"""
   register: runs
 
 - name: Submit | Find the checkpoint to resume from
-  mvp_job_runs:
+  mvp.ray.ray_job_runs:
     jobs_dir: /private/jobs
     submission_ids: [sft-20261122-143029-669f9a]
     series: false
@@ -116,8 +116,8 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.mvp_runs import list_job_dirs, read_run
-from ansible.module_utils.mvp_ray import job_row
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import list_job_dirs, read_run
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import job_row
 
 ID_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: mvp_debug_bundle
+module: ray_debug_bundle
 short_description: Save the output of diagnostic commands (ray status, ray job list, ...) into a folder
 description:
   - With I(in_process) (the default), commands whose program is named C(ray) run one
@@ -46,7 +46,7 @@ options:
   detach:
     description:
       - Return at once and take the snapshots in a detached process on the node (a
-        double fork, as Ansible's own async wrapper does, without its file transfers):
+        double fork, as Ansible's own async wrapper does, without its file transfers) -
         the commands run while the play goes on, e.g. while the job is submitted.
       - When the detached process is done it writes I(record) (JSON - C(files), C(rcs),
         C(then_files), or C(failed) and C(msg)); wait for that file (C(ansible.builtin.wait_for)).
@@ -79,7 +79,7 @@ author: MVP project
 
 EXAMPLES = r"""
 - name: Bundle | Snapshot the cluster into the job's debug folder
-  mvp_debug_bundle:
+  mvp.ray.ray_debug_bundle:
     dest: /private/jobs/selftest-20261121-120000-1a2b3c/debug
     stage: placed
     commands:
@@ -87,7 +87,7 @@ EXAMPLES = r"""
       - {name: ray_job_list, argv: [ray, job, list, --address, "http://127.0.0.1:8265"]}
 
 - name: Bundle | Snapshot at submission, and again once the driver is placed (started in the background)
-  mvp_debug_bundle:
+  mvp.ray.ray_debug_bundle:
     dest: /private/jobs/selftest-20261121-120000-1a2b3c/debug
     stage: submit
     commands:
@@ -151,7 +151,7 @@ import threading
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.mvp_files import write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
 
 
 def run_all(commands, timeout):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: mvp_ray_head
+module: ray_head
 short_description: Start the Ray head unless it already answers, then wait until it lists itself ALIVE
 description:
   - Reads the node table through Ray's state API (C(ray.util.state.list_nodes)) at
@@ -69,7 +69,7 @@ author: MVP project
 
 EXAMPLES = r"""
 - name: Head | Start the Ray head (control plane only) unless it answers
-  mvp_ray_head:
+  mvp.ray.ray_head:
     ray: /opt/mvp/venv/bin/ray
     gcs_port: 6379
     dashboard_port: 8265
@@ -102,8 +102,8 @@ import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.mvp_proc import describe, listening_pids
-from ansible.module_utils.mvp_ray import import_ray, list_nodes, summarize
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import describe, listening_pids
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import import_ray, list_nodes, summarize
 
 
 def port_owner(port):

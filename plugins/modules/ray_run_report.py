@@ -6,10 +6,10 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: mvp_run_report
+module: ray_run_report
 short_description: Compare training runs against a baseline and plot their key metrics
 description:
-  - Takes the runs read by M(mvp_job_runs) and the key metrics of their workloads
+  - Takes the runs read by M(ray_job_runs) and the key metrics of their workloads
     (catalog C(mvp_workloads.<workload>.metrics)), computes for each run and metric
     the first, last and best value, the difference from the baseline run at the
     highest step both logged, and whether it is worse beyond tolerance.
@@ -23,12 +23,12 @@ description:
   - Runs where the plots are made (the controller; needs matplotlib).
 options:
   runs:
-    description: Runs to compare (C(runs) of mvp_job_runs, with series).
+    description: Runs to compare (C(runs) of ray_job_runs, with series).
     type: list
     elements: dict
     required: true
   parents:
-    description: Runs the selected ones resumed from (C(parents) of mvp_job_runs).
+    description: Runs the selected ones resumed from (C(parents) of ray_job_runs).
     type: list
     elements: dict
     default: []
@@ -54,7 +54,7 @@ author: MVP project
 
 EXAMPLES = r"""
 - name: Report | Compare the runs and draw the plots
-  mvp_run_report:
+  mvp.ray.ray_run_report:
     runs: "{{ runs.runs }}"
     parents: "{{ runs.parents }}"
     metrics:
@@ -84,7 +84,7 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.mvp_report import build_report, check_metric_spec
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_report import build_report, check_metric_spec
 
 
 LINESTYLES = ["-", "--", ":", "-."]

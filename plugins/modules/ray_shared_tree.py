@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: mvp_shared_tree
+module: ray_shared_tree
 short_description: Create missing folders under the shared storage root, in one call
 description:
   - Creates every folder of I(dirs) under I(root) that does not exist yet (with
@@ -35,7 +35,7 @@ author: MVP project
 
 EXAMPLES = r"""
 - name: Shared | Create the shared tree
-  mvp_shared_tree:
+  mvp.ray.ray_shared_tree:
     root: /private
     dirs: [datasets, hf, jobs, outputs, ray, common/models, common/datasets, common/code, user/code]
 """

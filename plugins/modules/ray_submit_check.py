@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: mvp_submit_check
+module: ray_submit_check
 short_description: Look at a job's inputs on the shared storage, its code snapshot and the Ray cluster, in one call
 description:
   - Reports which of I(paths) do not exist on the node, whether the job directory
@@ -21,6 +21,9 @@ description:
     omegaconf, not torch) and returns the problems.
   - Read-only; never fails on what it finds (only when the Jobs/State API cannot be
     reached, with the address in the message, or hydra-core is missing). Supports check mode.
+version_added: 0.1.0
+extends_documentation_fragment:
+  - mvp.ray.connection
 options:
   submission_id:
     description: The submission id to look up in Ray's job table.
@@ -34,10 +37,6 @@ options:
     description: Mapping of a name (e.g. C(code_marker), C(model)) -> a path that must exist. Empty values are skipped.
     type: dict
     default: {}
-  address:
-    description: Dashboard URL (Jobs and State API) of this cluster (the inventory's C(mvp_ray_jobs_address)).
-    type: str
-    required: true
   probe:
     description: C({path, marker}) - report in C(probe_found) whether the file at C(path) contains C(marker).
     type: dict
@@ -55,7 +54,7 @@ author: MVP project
 
 EXAMPLES = r"""
 - name: Validate | Look at the inputs and the cluster
-  mvp_submit_check:
+  mvp.ray.ray_submit_check:
     submission_id: selftest-20261122-120000-1a2b3c
     job_dir: /private/jobs/selftest-20261122-120000-1a2b3c
     paths:
@@ -101,7 +100,8 @@ hydra_errors:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.mvp_ray import import_ray, job_info_or_none, list_nodes, status_name, summarize
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
+    CONNECTION_ARGS, import_ray, job_info_or_none, list_nodes, status_name, summarize, use_auth_token)
 
 
 def missing_paths(paths):
@@ -128,7 +128,7 @@ def hydra_errors(module, hydra):
     if not os.path.isfile(config):
         return ["%s does not exist: the code snapshot has no such trainer config" % config]
     try:
-        from ansible.module_utils.mvp_hydra import validate_overrides
+        from ansible_collections.mvp.ray.plugins.module_utils.mvp_hydra import validate_overrides
         return validate_overrides(hydra["config_dir"], hydra["config_name"], list(hydra.get("overrides") or []))
     except ImportError as exc:
         module.fail_json(msg="hydra-core/omegaconf missing on the head (%s)" % exc)
@@ -138,10 +138,10 @@ def main():
     """Module entry point."""
     module = AnsibleModule(
         argument_spec=dict(
+            CONNECTION_ARGS,
             submission_id=dict(type="str", required=True),
             job_dir=dict(type="path", required=True),
             paths=dict(type="dict", default={}),
-            address=dict(type="str", required=True),
             resource=dict(type="str", default="worker_node"),
             probe=dict(type="dict"),
             hydra=dict(type="dict"),
@@ -154,6 +154,7 @@ def main():
                   probe_found=probe_found(params["probe"]),
                   hydra_errors=hydra_errors(module, params["hydra"]))
     client_cls, state = import_ray(module)
+    headers = use_auth_token(params["auth_token"])
     address = params["address"]
     try:
         nodes = list_nodes(state, address, timeout=10)
@@ -162,7 +163,7 @@ def main():
                          **result)
     result["summary"] = summarize(nodes, params["resource"])
     try:
-        details = job_info_or_none(client_cls(address), params["submission_id"])
+        details = job_info_or_none(client_cls(address, headers=headers), params["submission_id"])
     except RuntimeError as exc:
         module.fail_json(msg="Cannot read Ray job %s at %s: %s" % (params["submission_id"], address, exc), **result)
     result["existing_job"] = status_name(details.status) if details is not None else None

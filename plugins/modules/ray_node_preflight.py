@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: mvp_node_preflight
+module: ray_node_preflight
 short_description: Inspect a Ray node before Ray starts on it, in one call
 description:
   - Looks at the shared storage (exists, directory, writable, filesystem type from
@@ -73,7 +73,7 @@ author: MVP project
 
 EXAMPLES = r"""
 - name: Preflight | Inspect the node and write its probe file
-  mvp_node_preflight:
+  mvp.ray.ray_node_preflight:
     shared_root: /private
     ray_python: /opt/mvp/venv/bin/python
     probe_dir: /private/ray/preflight
@@ -82,7 +82,7 @@ EXAMPLES = r"""
   register: preflight_node
 
 - name: Preflight | On the head, read every node's probe back
-  mvp_node_preflight:
+  mvp.ray.ray_node_preflight:
     shared_root: /private
     ray_python: /opt/mvp/venv/bin/python
     probe_dir: /private/ray/preflight
@@ -152,9 +152,9 @@ import os
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.mvp_files import write_text_atomic
-from ansible.module_utils.mvp_gpu import read_gpus
-from ansible.module_utils.mvp_proc import describe, listening_pids
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_gpu import read_gpus
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import describe, listening_pids
 
 # Run by ray_python: prints the Python version and Ray's version without importing Ray
 # (importing Ray takes about a second of CPU per node).

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: mvp_model
+module: ray_model
 short_description: Provide a model under shared storage (Hugging Face download, local copy or a tiny random model)
 description:
   - With I(repo_id), downloads a Hugging Face model repository with
@@ -59,14 +59,14 @@ author: MVP project
 
 EXAMPLES = r"""
 - name: Models | A tiny random Qwen2 for smoke tests
-  mvp_model:
+  mvp.ray.ray_model:
     name: tiny-qwen2
     tiny: {hidden_size: 128, num_hidden_layers: 2, seed: 0}
     hf_home: /private/hf
     models_dir: /private/common/models
 
 - name: Models | Copy an offline model folder
-  mvp_model:
+  mvp.ray.ray_model:
     name: tiny
     src: /data/models/tiny
     hf_home: /private/hf
@@ -100,8 +100,8 @@ import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.mvp_gsm8k import sample_rows, sha256_file
-from ansible.module_utils.mvp_tiny_model import build_in_subprocess, corpus, normalize_spec, read_spec
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_gsm8k import sample_rows, sha256_file
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_tiny_model import build_in_subprocess, corpus, normalize_spec, read_spec
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 RECORD = ".mvp_model.json"
@@ -141,7 +141,7 @@ def link(path, target):
     if os.path.islink(path) and os.readlink(path) == target:
         return False
     if os.path.exists(path) and not os.path.islink(path):
-        raise ValueError("%s exists and is not a link made by mvp_model; move it away" % path)
+        raise ValueError("%s exists and is not a link made by ray_model; move it away" % path)
     tmp = path + ".tmp-link"
     if os.path.lexists(tmp):
         os.unlink(tmp)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: mvp_job_dir
+module: ray_job_dir
 short_description: Create C(jobs/<submission_id>/) exclusively, its sub-folders and files, and install shared files
 description:
   - Creates I(path) with one C(mkdir) call, which fails when it exists, so two
@@ -45,7 +45,7 @@ author: MVP project
 
 EXAMPLES = r"""
 - name: Jobdir | Create the job directory and write its config
-  mvp_job_dir:
+  mvp.ray.ray_job_dir:
     path: /private/jobs/selftest-20261122-120000-1a2b3c
     files:
       config/job_spec.json: "{{ spec | to_nice_json }}"
@@ -64,7 +64,7 @@ written:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.mvp_files import write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
 
 
 def safe_join(root, rel):
@@ -102,7 +102,7 @@ def main():
         subdirs = [safe_join(job_dir, d) for d in params["subdirs"]]
         files = {safe_join(job_dir, rel): str(text) for rel, text in params["files"].items()}
     except ValueError as exc:
-        module.fail_json(msg="mvp_job_dir: %s" % exc)
+        module.fail_json(msg="ray_job_dir: %s" % exc)
     if os.path.lexists(job_dir):
         module.fail_json(msg="job directory %s exists: job directories are never reused; choose another "
                              "submission_id or omit it to get a fresh one." % job_dir)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: mvp_gsm8k_dataset
+module: ray_gsm8k_dataset
 short_description: Prepare GSM8K parquet datasets for verl (RL and SFT) once
 description:
   - Reads GSM8K-format rows (C({"question", "answer"}) JSON lines, as in the
@@ -61,7 +61,7 @@ author: MVP project
 
 EXAMPLES = r"""
 - name: Data | Prepare GSM8K from the built-in sample
-  mvp_gsm8k_dataset:
+  mvp.ray.ray_gsm8k_dataset:
     source: sample
     sample_dir: /private/common/datasets/gsm8k_sample
     rl_dir: /private/datasets/gsm8k
@@ -87,7 +87,7 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.mvp_gsm8k import (
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_gsm8k import (
     check_manifest, convert_rows, load_split, sample_rows, write_manifest, write_parquet_atomic)
 
 RL_FILES = {"train": "train.parquet", "test": "test.parquet"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: mvp_ray_worker
+module: ray_worker
 short_description: Start Ray on a worker unless its raylet already belongs to the current head
 description:
   - Finds the running raylet by scanning C(/proc/*/cmdline) and decides that the
@@ -44,7 +44,7 @@ options:
     type: str
     required: true
   alive_ips:
-    description: IPs of the worker nodes the head lists ALIVE (from mvp_ray_head).
+    description: IPs of the worker nodes the head lists ALIVE (from ray_head).
     type: list
     elements: str
     default: []
@@ -101,7 +101,7 @@ author: MVP project
 
 EXAMPLES = r"""
 - name: Worker | Start Ray and join the head unless already joined
-  mvp_ray_worker:
+  mvp.ray.ray_worker:
     ray: /opt/mvp/venv/bin/ray
     gcs_address: 172.18.0.2:6379
     alive_ips: [172.18.0.3]
@@ -139,8 +139,8 @@ import os
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.mvp_net import route_problem, route_to
-from ansible.module_utils.mvp_proc import find_argv
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_net import route_problem, route_to
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import find_argv
 
 
 def find_raylet():

@@ -1,0 +1,274 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: read a Ray job - status, placement, driver log - optionally waiting for its end."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: ray_job_info
+short_description: Read a Ray job's status, placement and driver log, optionally waiting for its end
+description:
+  - Reads one job by I(submission_id) with C(ray.job_submission.JobSubmissionClient) and, once it
+    has a driver node, where that runs (C(ray.util.state.list_nodes)). Submitting and stopping
+    is M(mvp.ray.ray_job).
+  - With I(wait=terminal) polls until SUCCEEDED, FAILED or STOPPED. A job that cannot make
+    progress - PENDING past I(pending_timeout), or a placement group of it PENDING past
+    I(pg_pending_timeout) - makes the module fail with C(stalled=true) and a message naming
+    what nobody offers; the module never stops a job (the caller decides, with M(mvp.ray.ray_job)).
+  - Saves copies the job directory keeps after Ray forgets the job - the driver log
+    (I(log_dest)) and the status (I(status_dest)) - written to a temporary name, then renamed,
+    once the job is terminal or, without I(wait), whenever the module runs. Nothing else changes.
+  - Check mode reads but writes no file.
+version_added: 0.1.0
+extends_documentation_fragment:
+  - mvp.ray.connection
+options:
+  submission_id:
+    description: Ray submission id of the job.
+    type: str
+    required: true
+  wait:
+    description: C(none) reads once; C(terminal) waits until SUCCEEDED, FAILED or STOPPED.
+    type: str
+    choices: [none, terminal]
+    default: none
+  pending_timeout:
+    description: Seconds the job may stay PENDING while waiting.
+    type: int
+    default: 300
+  running_timeout:
+    description: Seconds to wait for a terminal status once the job has left PENDING.
+    type: int
+    default: 3600
+  pg_pending_timeout:
+    description:
+      - Seconds a placement group created by this RUNNING job may stay PENDING (Ray's state API,
+        age from the group's creation request). Checked while waiting and, without I(wait), once.
+        C(0) turns the check off.
+    type: int
+    default: 0
+  pg_check_interval:
+    description: Seconds between two placement group checks while waiting.
+    type: float
+    default: 5.0
+  poll_interval:
+    description: Seconds between status polls.
+    type: float
+    default: 1.0
+  log_dest:
+    description: File to save the driver log to (C(get_job_logs)).
+    type: path
+  status_dest:
+    description:
+      - File to save the job's status to, as JSON with C(submission_id), C(status), C(message),
+        C(start_time), C(end_time) (ms since the epoch), C(driver_exit_code) and C(recorded_at)
+        (s since the epoch); written whenever I(log_dest) would be.
+    type: path
+  worker_resource:
+    description: Custom resource that marks worker nodes (for C(placement.worker_ips)).
+    type: str
+    default: worker_node
+author: MVP project
+"""
+
+EXAMPLES = r"""
+- name: Wait | Wait for the end and save the driver log and the status
+  mvp.ray.ray_job_info:
+    submission_id: selftest-20261121-120000-1a2b3c
+    address: "{{ mvp_ray_jobs_address }}"
+    wait: terminal
+    pg_pending_timeout: 600
+    log_dest: /private/jobs/selftest-20261121-120000-1a2b3c/logs/ray_driver.log
+    status_dest: /private/jobs/selftest-20261121-120000-1a2b3c/logs/status.json
+  register: final
+
+- name: Status | Read a job
+  mvp.ray.ray_job_info:
+    submission_id: selftest-20261121-120000-1a2b3c
+    address: "{{ mvp_ray_jobs_address }}"
+  register: job
+"""
+
+RETURN = r"""
+job:
+  description: Ray JobDetails of the job (null when Ray does not know the id), plus C(driver_node_ip) once placed.
+  type: dict
+  returned: always
+  contains:
+    submission_id: {description: the id, type: str}
+    status: {description: PENDING, RUNNING, SUCCEEDED, FAILED or STOPPED, type: str}
+    message: {description: Ray's status message, type: str}
+    driver_node_id: {description: Ray node id of the driver, type: str}
+    driver_node_ip: {description: IP of that node (state API), type: str}
+    driver_exit_code: {description: exit code of the entrypoint, type: int}
+    start_time: {description: milliseconds since the epoch, type: int}
+    end_time: {description: milliseconds since the epoch, type: int}
+placement:
+  description: >-
+    Where the driver runs - C(submission_id), C(status), C(driver_node_id), C(driver_node_ip),
+    C(head_node_ip), C(worker_ips); the format of a job directory's C(debug/placement.json).
+  type: dict
+  returned: when the job has a driver node
+stalled:
+  description: True when the module failed because the job cannot make progress (PENDING or a stalled placement group).
+  type: bool
+  returned: on failure
+stalled_placement_groups:
+  description: Each stalled group (name, placement_group_id, shape, waited_s, scheduling_state).
+  type: list
+  elements: dict
+  returned: when a placement group stalled past I(pg_pending_timeout)
+log_dest:
+  description: Path of the saved driver log.
+  type: str
+  returned: when written
+log_error:
+  description: Why Ray could not return the driver log (for example its node died); the file then says so.
+  type: str
+  returned: when fetching the log failed
+"""
+
+import json
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
+    CONNECTION_ARGS, TERMINAL_STATUSES, bundle_shapes, details_to_dict, import_ray, job_info_or_none, list_nodes,
+    list_pending_placement_groups, pending_message, placement, stalled_message, stalled_placement_groups,
+    status_name, use_auth_token)
+
+
+class RayJobInfo(object):
+    """Read (and wait for) one submission id through JobSubmissionClient."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        client_cls, self.state_api = import_ray(module)
+        headers = use_auth_token(self.params["auth_token"])
+        try:
+            self.client = client_cls(self.params["address"], headers=headers)
+        except Exception as exc:
+            module.fail_json(msg="Cannot reach the Ray Jobs API at %s: %s" % (self.params["address"], exc))
+
+    def info(self):
+        """Return the job dict or None when the id is unknown to Ray."""
+        return details_to_dict(job_info_or_none(self.client, self.params["submission_id"]))
+
+    def check_placement_groups(self, job, first_seen):
+        """Fail when a placement group of the RUNNING job is PENDING past pg_pending_timeout.
+
+        A trainer that asks for a placement group no node can hold waits forever (verl calls
+        ``ray.get(pg.ready())`` without a deadline). Does nothing when the deadline is 0, the
+        job is not RUNNING or has no Ray job id yet.
+        """
+        timeout = self.params["pg_pending_timeout"]
+        if not timeout or status_name(job.get("status")) != "RUNNING" or not job.get("job_id"):
+            return
+        try:
+            groups = list_pending_placement_groups(self.state_api, self.params["address"])
+        except Exception:  # the state API is best effort here; the next poll tries again
+            return
+        stalled = stalled_placement_groups(groups, job["job_id"], time.time(), timeout, first_seen)
+        if not stalled:
+            return
+        nodes = list_nodes(self.state_api, self.params["address"])
+        self.module.fail_json(
+            msg=stalled_message(self.params["submission_id"], stalled, nodes, timeout), job=job, stalled=True,
+            stalled_placement_groups=[
+                {"name": group["name"], "placement_group_id": group["placement_group_id"],
+                 "shape": bundle_shapes(group), "waited_s": round(age, 1),
+                 "scheduling_state": (group.get("stats") or {}).get("scheduling_state")}
+                for group, age in stalled])
+
+    def wait_terminal(self, job):
+        """Poll until the job is terminal; fail (stalled) or time out as the options say."""
+        started = time.time()
+        placed_at = None
+        first_seen = {}
+        last_pg_check = 0.0
+        while status_name(job.get("status")) not in TERMINAL_STATUSES:
+            status = status_name(job.get("status"))
+            now = time.time()
+            if status != "PENDING" and placed_at is None:
+                placed_at = now
+            if status == "PENDING" and now - started > self.params["pending_timeout"]:
+                nodes = list_nodes(self.state_api, self.params["address"])
+                self.module.fail_json(msg=pending_message(
+                    job, self.params["pending_timeout"], nodes, "It was left as it is: stop it with stop.yml, or start workers carrying that resource."),
+                                      job=job, stalled=True)
+            if now - last_pg_check >= self.params["pg_check_interval"]:
+                last_pg_check = now
+                self.check_placement_groups(job, first_seen)
+            if placed_at is not None and now - placed_at > self.params["running_timeout"]:
+                self.module.fail_json(
+                    msg="Ray job %s still %s after running_timeout=%ss while waiting for a terminal "
+                        "status; it was left running (stop it with stop.yml)."
+                        % (self.params["submission_id"], status, self.params["running_timeout"]), job=job)
+            time.sleep(self.params["poll_interval"])
+            job = self.info()
+        return job
+
+    def save(self, job, result):
+        """Save the driver log and the status to their files (atomic writes)."""
+        if self.module.check_mode:
+            return
+        if self.params["log_dest"]:
+            try:
+                logs = self.client.get_job_logs(self.params["submission_id"])
+            except Exception as exc:  # the driver's node (and its log agent) may be gone
+                result["log_error"] = str(exc).splitlines()[0]
+                logs = ("# Ray could not return the driver log of %s (%s).\n# The copy written by the "
+                        "entrypoint is logs/driver.log.\n" % (self.params["submission_id"], result["log_error"]))
+            write_text_atomic(self.params["log_dest"], logs)
+            result.update(log_dest=self.params["log_dest"], changed=True)
+        if self.params["status_dest"]:
+            record = {key: job.get(key) for key in ("submission_id", "message", "start_time", "end_time",
+                                                     "driver_exit_code")}
+            record.update(status=status_name(job.get("status")), recorded_at=round(time.time(), 3))
+            write_text_atomic(self.params["status_dest"], json.dumps(record, indent=4, sort_keys=True) + "\n")
+            result["changed"] = True
+
+    def run(self):
+        """Read (and wait), save the copies and exit the module."""
+        job = self.info()
+        result = {"changed": False}
+        if job is None:
+            self.module.exit_json(job=None, **result)
+        if self.params["wait"] == "terminal":
+            job = self.wait_terminal(job)
+        else:
+            self.check_placement_groups(job, {})
+        if self.params["wait"] == "none" or status_name(job.get("status")) in TERMINAL_STATUSES:
+            self.save(job, result)
+        where = placement(self.state_api, self.params["address"], job, self.params["worker_resource"])
+        if where:
+            result["placement"] = where
+        self.module.exit_json(job=job, **result)
+
+
+def main():
+    """Module entry point."""
+    module = AnsibleModule(
+        argument_spec=dict(
+            CONNECTION_ARGS,
+            submission_id=dict(type="str", required=True),
+            wait=dict(type="str", default="none", choices=["none", "terminal"]),
+            pending_timeout=dict(type="int", default=300),
+            running_timeout=dict(type="int", default=3600),
+            pg_pending_timeout=dict(type="int", default=0),
+            pg_check_interval=dict(type="float", default=5.0),
+            poll_interval=dict(type="float", default=1.0),
+            log_dest=dict(type="path"),
+            status_dest=dict(type="path"),
+            worker_resource=dict(type="str", default="worker_node"),
+        ),
+        supports_check_mode=True,
+    )
+    RayJobInfo(module).run()
+
+
+if __name__ == "__main__":
+    main()
