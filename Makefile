@@ -7,7 +7,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest sft down test unit lint syntax molecule reliability faults bench bench-train
+.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults bench bench-train
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -53,7 +53,7 @@ bench-train: setup engine ## Training jobs through submit.yml vs ray job submit 
 	python bench/train.py --workload sft --repeat 2
 	python bench/train.py --workload grpo --repeat 1 --out bench/results/train-grpo.json
 
-test: setup engine ## Every test: unit, lint, syntax checks, molecule
+test: setup engine ## Every test: unit, lint, ansible-test sanity, syntax checks, molecule
 	bash tests/run.sh
 
 unit: setup
@@ -61,6 +61,9 @@ unit: setup
 
 lint: setup
 	bash tests/run.sh lint
+
+sanity: setup ## ansible-test sanity on the collection's plugins (own venv in build/)
+	bash tests/run.sh sanity
 
 syntax: setup
 	bash tests/run.sh syntax

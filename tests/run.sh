@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/run.sh [stage...]: run the test stages (default: all) and fail if any fails.
 # Stages: unit (pytest), lint (yamllint, ansible-lint production profile),
+# sanity (ansible-test sanity on the collection's plugins, scripts/sanity.sh),
 # syntax (--syntax-check of every playbook with every inventory),
 # molecule (full-stack scenarios with real containers and a real Ray cluster).
 # Expects the project venv on PATH (make test does that).
@@ -8,13 +9,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(unit lint syntax molecule)
+[ ${#stages[@]} -gt 0 ] || stages=(unit lint sanity syntax molecule)
 passed=0
 failed=0
 failed_names=()
 
 stage_unit() { python -m pytest -q tests/unit; }
 stage_lint() { yamllint --strict . && ansible-lint --profile production; }
+stage_sanity() { bash scripts/sanity.sh; }
 stage_syntax() {
   local rc=0 inv pb
   for inv in inventories/local inventories/dev inventories/prod; do

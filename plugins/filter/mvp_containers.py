@@ -38,8 +38,8 @@ def mvp_container_plan(nodes, hostvars, settings):
             "shm_size": settings["shm_size"],
             "env": dict(settings.get("env") or {}),
             "networks": [{"name": settings["network"]}],
-            "volumes": ["%s:%s" % (settings["host_shared_dir"], settings["shared_root"])]
-                       + list(settings.get("extra_volumes") or []),
+            "volumes": (["%s:%s" % (settings["host_shared_dir"], settings["shared_root"])]
+                        + list(settings.get("extra_volumes") or [])),
         }
         if settings.get("ipc_mode"):
             item["ipc_mode"] = settings["ipc_mode"]

@@ -176,7 +176,7 @@ def _resume(request, entry, workload, overrides, user_overrides, shared_root, de
               "resume from a job that reached trainer.save_freq steps, or lower save_freq in its next run")
     world = _world_size(overrides)
     if ckpt.get("world_size") and world and ckpt["world_size"] != world:
-        _fail("resume_from", "%s was trained with world size %d (checkpoint %s), this job has %d "
+        _fail("resume_from", "%s was trained with world size %s (checkpoint %s), this job has %s "
               "(trainer.nnodes x trainer.n_gpus_per_node)" % (earlier, ckpt["world_size"], ckpt["path"], world),
               "set trainer.nnodes and trainer.n_gpus_per_node so that their product is %d" % ckpt["world_size"])
     for key in (keys["mode_key"], keys["path_key"]):
@@ -487,7 +487,7 @@ def mvp_job_spec(request, catalog, defaults):
             overrides[device["key"]] = device["value"]
             device_set = dict(device)
     if entry.get("module"):
-        overrides.update({k: v for k, v in data.items()})
+        overrides.update(data)
         for key in _as_list(entry.get("model_key")):
             overrides[key] = model_path
         overrides["trainer.default_local_dir"] = posixpath.join(job_dir, "checkpoints")

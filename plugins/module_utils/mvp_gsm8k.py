@@ -167,7 +167,7 @@ def sample_rows(count, seed):
     names = ["Ava", "Ben", "Chen", "Dana", "Eli", "Fatima", "Goro", "Hana"]
     things = ["apples", "marbles", "books", "stamps", "pencils", "shells"]
     rows = []
-    for _ in range(count):
+    for _index in range(count):
         name, thing = rng.choice(names), rng.choice(things)
         a, b, c = rng.randint(2, 40), rng.randint(2, 40), rng.randint(2, 9)
         total = (a + b) * c

@@ -40,7 +40,7 @@ def _interface_of(address):
     """Return the name of the interface holding IPv4 ``address``, or ''."""
     probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
-        for _, name in socket.if_nameindex():
+        for _index, name in socket.if_nameindex():
             try:
                 packed = fcntl.ioctl(probe.fileno(), SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
             except OSError:

@@ -24,7 +24,7 @@ def import_ray(module):
     """
     try:
         from ray.job_submission import JobSubmissionClient
-        import ray.util.state as state
+        from ray.util import state
     except ImportError as exc:  # pragma: no cover - depends on the node image
         module.fail_json(
             msg="Ray is not importable by %s (%s); set ansible_python_interpreter "
@@ -58,7 +58,7 @@ def status_name(status):
 
     :param status: a ``ray.job_submission.JobStatus``, its str, or None (gives "").
     """
-    return str(status or "").split(".")[-1]
+    return str(status or "").rsplit(".", maxsplit=1)[-1]
 
 
 def job_row(details):

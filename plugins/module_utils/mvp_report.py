@@ -204,7 +204,7 @@ def build_report(runs, parents, metric_specs, baseline_id=None):
     base = by_id[baseline_id]
 
     # One plotted line per run, except a run another selected run continues: its curve is that chain's.
-    continued = {rid for _, chain_ids in chains.values() for rid in chain_ids[:-1]}
+    continued = {rid for _base, chain_ids in chains.values() for rid in chain_ids[:-1]}
     lines = []
     for rid in ids:
         if rid in continued:

@@ -31,7 +31,7 @@ options:
     description: Also return the job table (C(JobSubmissionClient.list_jobs)).
     type: bool
     default: false
-author: MVP project
+author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""

@@ -74,7 +74,7 @@ options:
         description: Seconds to wait for I(then.after_file).
         type: int
         default: 300
-author: MVP project
+author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""

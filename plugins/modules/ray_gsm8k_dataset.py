@@ -56,7 +56,7 @@ options:
     type: list
     elements: int
     default: [64, 16]
-author: MVP project
+author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""

@@ -64,7 +64,7 @@ options:
         (within Ray's C(gcs_rpc_server_reconnect_timeout_s)). Created when missing.
       - Empty - the GCS keeps everything in memory (lost when the head restarts).
     type: path
-author: MVP project
+author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""
@@ -168,7 +168,7 @@ def main():
     # Importing Ray costs about a second: skip it while nothing listens on the dashboard port
     # (a cold start), and let it overlap with `ray start` instead.
     if port_taken(params["dashboard_port"]):
-        _, state = import_ray(module)
+        state = import_ray(module)[1]
         nodes, error = read_nodes(state, address)
     summary = summarize(nodes, params["resource"])
     if summary["head"] is not None:
@@ -199,7 +199,7 @@ def main():
     except OSError as exc:
         module.fail_json(msg="Cannot run %s: %s (mvp_ray_bin_dir)" % (params["ray"], exc))
     if state is None:
-        _, state = import_ray(module)
+        state = import_ray(module)[1]
     output = proc.communicate()[0].strip()
     if proc.returncode:
         module.fail_json(msg="`%s` failed with rc=%d: %s" % (" ".join(argv), proc.returncode, output[-2000:]),

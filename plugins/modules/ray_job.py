@@ -75,7 +75,7 @@ options:
     description: Custom resource that marks worker nodes (for C(worker_ips)).
     type: str
     default: worker_node
-author: MVP project
+author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""
@@ -106,7 +106,7 @@ job:
   returned: always
   contains:
     submission_id: {description: the id, type: str}
-    status: {description: PENDING, RUNNING, SUCCEEDED, FAILED or STOPPED, type: str}
+    status: {description: "PENDING, RUNNING, SUCCEEDED, FAILED or STOPPED", type: str}
     message: {description: Ray's status message, type: str}
     driver_node_id: {description: Ray node id of the driver, type: str}
     driver_node_ip: {description: IP of that node (state API), type: str}

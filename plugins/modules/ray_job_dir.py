@@ -40,7 +40,7 @@ options:
     description: Octal mode of the folders created (string such as C("0775")); files get 0644.
     type: str
     default: "0775"
-author: MVP project
+author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""

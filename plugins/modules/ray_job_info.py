@@ -69,7 +69,7 @@ options:
     description: Custom resource that marks worker nodes (for C(placement.worker_ips)).
     type: str
     default: worker_node
-author: MVP project
+author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""
@@ -97,7 +97,7 @@ job:
   returned: always
   contains:
     submission_id: {description: the id, type: str}
-    status: {description: PENDING, RUNNING, SUCCEEDED, FAILED or STOPPED, type: str}
+    status: {description: "PENDING, RUNNING, SUCCEEDED, FAILED or STOPPED", type: str}
     message: {description: Ray's status message, type: str}
     driver_node_id: {description: Ray node id of the driver, type: str}
     driver_node_ip: {description: IP of that node (state API), type: str}
@@ -196,9 +196,9 @@ class RayJobInfo(object):
                 placed_at = now
             if status == "PENDING" and now - started > self.params["pending_timeout"]:
                 nodes = list_nodes(self.state_api, self.params["address"])
-                self.module.fail_json(msg=pending_message(
-                    job, self.params["pending_timeout"], nodes, "It was left as it is: stop it with stop.yml, or start workers carrying that resource."),
-                                      job=job, stalled=True)
+                msg = pending_message(job, self.params["pending_timeout"], nodes,
+                                      "It was left as it is: stop it with stop.yml, or start workers carrying that resource.")
+                self.module.fail_json(msg=msg, job=job, stalled=True)
             if now - last_pg_check >= self.params["pg_check_interval"]:
                 last_pg_check = now
                 self.check_placement_groups(job, first_seen)
@@ -225,8 +225,8 @@ class RayJobInfo(object):
             write_text_atomic(self.params["log_dest"], logs)
             result.update(log_dest=self.params["log_dest"], changed=True)
         if self.params["status_dest"]:
-            record = {key: job.get(key) for key in ("submission_id", "message", "start_time", "end_time",
-                                                     "driver_exit_code")}
+            keys = ("submission_id", "message", "start_time", "end_time", "driver_exit_code")
+            record = {key: job.get(key) for key in keys}
             record.update(status=status_name(job.get("status")), recorded_at=round(time.time(), 3))
             write_text_atomic(self.params["status_dest"], json.dumps(record, indent=4, sort_keys=True) + "\n")
             result["changed"] = True

@@ -51,7 +51,7 @@ options:
     description: Ray Jobs API (dashboard) for live statuses; empty - recorded statuses only.
     type: str
     default: ""
-author: MVP project
+author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""
@@ -187,7 +187,7 @@ def main():
             else:
                 missing.append(rid)
     else:
-        for rid, _ in list_job_dirs(jobs_dir):
+        for rid, _path in list_job_dirs(jobs_dir):
             run = read(rid)
             if params["workload"] and run["workload"] != params["workload"]:
                 continue
@@ -200,7 +200,7 @@ def main():
 
     selected = {r["submission_id"] for r in runs}
     parents = []
-    queue = [r for r in runs]
+    queue = list(runs)
     while queue:
         parent_id = ((queue.pop(0).get("resume_from") or {}).get("submission_id"))
         if parent_id and parent_id not in selected and os.path.isdir(os.path.join(jobs_dir, parent_id)):

@@ -54,7 +54,7 @@ options:
     description: Folder of the model links (C(<shared_root>/common/models)).
     type: path
     required: true
-author: MVP project
+author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""
@@ -111,7 +111,7 @@ MANIFEST = "MANIFEST.json"
 def file_sizes(root):
     """Return {relative path: size in bytes} of the regular files under ``root`` (record excluded)."""
     sizes = {}
-    for dirpath, _, files in os.walk(root, followlinks=True):
+    for dirpath, _dirs, files in os.walk(root, followlinks=True):
         for name in files:
             path = os.path.join(dirpath, name)
             rel = os.path.relpath(path, root)

@@ -68,7 +68,7 @@ options:
         the C(ray) package) is reported in C(ports_taken), and then no probe file is written.
     type: dict
     default: {}
-author: MVP project
+author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""
@@ -98,7 +98,7 @@ shared_root:
     exists: {description: the path exists, type: bool}
     isdir: {description: it is a directory, type: bool}
     writable: {description: the module's user may write into it (os.access W_OK), type: bool}
-    fstype: {description: filesystem type of the mount holding it (e.g. nfs4, ext4, overlay), type: str}
+    fstype: {description: "filesystem type of the mount holding it (e.g. nfs4, ext4, overlay)", type: str}
 python_version:
   description: Version of I(ray_python) (C(sys.version), first word).
   type: str
@@ -197,7 +197,7 @@ def mount_fstype(path, mountinfo="/proc/self/mountinfo"):
     except OSError:
         return fstype
     for line in lines:
-        head, _, tail = line.partition(" - ")
+        head, _sep, tail = line.partition(" - ")
         fields = head.split()
         if len(fields) < 5 or not tail:
             continue

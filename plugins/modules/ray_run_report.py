@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 module: ray_run_report
 short_description: Compare training runs against a baseline and plot their key metrics
 description:
-  - Takes the runs read by M(ray_job_runs) and the key metrics of their workloads
+  - Takes the runs read by M(mvp.ray.ray_job_runs) and the key metrics of their workloads
     (catalog C(mvp_workloads.<workload>.metrics)), computes for each run and metric
     the first, last and best value, the difference from the baseline run at the
     highest step both logged, and whether it is worse beyond tolerance.
@@ -49,7 +49,7 @@ options:
     description: Title of the report and its plots.
     type: str
     default: Training runs
-author: MVP project
+author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""

@@ -30,7 +30,7 @@ options:
     description: Octal mode of the folders created (string such as C("0775")).
     type: str
     default: "0775"
-author: MVP project
+author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""

@@ -49,7 +49,7 @@ options:
     description: Custom resource that marks worker nodes (counted in C(summary)).
     type: str
     default: worker_node
-author: MVP project
+author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""

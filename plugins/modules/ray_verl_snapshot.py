@@ -47,7 +47,7 @@ options:
     description: Replace a snapshot whose content differs (the old one is kept under another name).
     type: bool
     default: false
-author: MVP project
+author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""

@@ -96,7 +96,7 @@ options:
     description: Interface for C(NCCL_SOCKET_IFNAME)/C(GLOO_SOCKET_IFNAME) instead of the route's (empty - the route's).
     type: str
     default: ""
-author: MVP project
+author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""
@@ -224,7 +224,7 @@ def main():
             extra_args=dict(type="list", elements="str", default=[]),
             temp_dir=dict(type="path", default="/tmp/ray"),
             secret=dict(type="str", default="", no_log=True),
-            secret_env=dict(type="str", default="MVP_INTERNAL_TOKEN"),
+            secret_env=dict(type="str", default="MVP_INTERNAL_TOKEN", no_log=False),
             more_secrets=dict(type="dict", default={}, no_log=True),
             timeout=dict(type="int", default=120),
             route_env=dict(type="bool", default=True),
@@ -242,7 +242,7 @@ def main():
         seen = ""
     route, ifname, net_env, node_ip_wanted = {}, "", {}, ""
     if params["route_env"]:
-        head_ip, _, port = params["gcs_address"].rpartition(":")
+        head_ip, _sep, port = params["gcs_address"].rpartition(":")
         try:
             route = route_to(head_ip, int(port or 6379))
         except RuntimeError as exc:
@@ -297,8 +297,8 @@ def main():
                             params["temp_dir"]), reason=reason)
     output = (proc.stdout + proc.stderr).strip()
     if proc.returncode:
-        module.fail_json(msg="`%s` failed with rc=%d (%s): %s" % (" ".join(argv), proc.returncode, reason,
-                                                                   output[-2000:]),
+        module.fail_json(msg="`%s` failed with rc=%d (%s): %s"
+                         % (" ".join(argv), proc.returncode, reason, output[-2000:]),
                          reason=reason, node_ip=node_ip, start_output=output)
     raylet = find_raylet()
     module.exit_json(changed=True, reason=reason, node_ip=flag(raylet, "--node-ip-address") if raylet else "",
