@@ -320,8 +320,9 @@ def placement(state_module, address, job, worker_resource):
 def pending_message(job, timeout, nodes, outcome):
     """Say why a job is still PENDING after ``timeout`` s: what its driver asks vs what ALIVE nodes offer.
 
-    :param job: dict from details_to_dict (``submission_id``, ``entrypoint_resources``,
-        ``entrypoint_num_cpus`` as Ray recorded them).
+    :param job: dict with ``submission_id`` and what the driver asked for, ``entrypoint_resources``
+        and ``entrypoint_num_cpus`` (the submitter's parameters; Ray's JobDetails may lack them,
+        then the message says what the nodes offer only).
     :param nodes: list of node dicts (list_nodes).
     :param outcome: str appended, what was done about it and how to fix it.
     :returns: str.
@@ -331,7 +332,10 @@ def pending_message(job, timeout, nodes, outcome):
         if node["state"] == "ALIVE":
             for key, value in schedulable_resources(node["resources_total"]).items():
                 offered[key] = offered.get(key, 0) + value
-    return ("Ray job %s still PENDING after %ss: no ALIVE node offers entrypoint_resources=%s with "
-            "entrypoint_num_cpus=%s (ALIVE nodes offer %s). %s"
-            % (job.get("submission_id"), timeout, json.dumps(job.get("entrypoint_resources") or {}, sort_keys=True),
-               job.get("entrypoint_num_cpus"), json.dumps(offered, sort_keys=True), outcome))
+    if job.get("entrypoint_resources") is None and job.get("entrypoint_num_cpus") is None:
+        asked = "what its driver asks for"
+    else:
+        asked = "entrypoint_resources=%s with entrypoint_num_cpus=%s" % (
+            json.dumps(job.get("entrypoint_resources") or {}, sort_keys=True), job.get("entrypoint_num_cpus"))
+    return ("Ray job %s still PENDING after %ss: no ALIVE node offers %s (ALIVE nodes offer %s). %s"
+            % (job.get("submission_id"), timeout, asked, json.dumps(offered, sort_keys=True), outcome))

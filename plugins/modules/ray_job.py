@@ -163,8 +163,10 @@ class RayJob(object):
         """Stop a job PENDING past pending_timeout and fail naming what nobody offers."""
         nodes = list_nodes(self.state_api, self.params["address"])
         self.client.stop_job(self.params["submission_id"])
+        asked = dict(job, entrypoint_resources=self.params["entrypoint_resources"],
+                     entrypoint_num_cpus=self.params["entrypoint_num_cpus"])
         self.module.fail_json(msg=pending_message(
-            job, self.params["pending_timeout"], nodes,
+            asked, self.params["pending_timeout"], nodes,
             "The job was stopped. Start workers carrying that resource (ray_worker role) or raise pending_timeout."),
             job=job, changed=True)
 

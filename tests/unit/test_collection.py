@@ -110,3 +110,18 @@ def test_every_fqcn_the_roles_and_playbooks_name_resolves_in_the_installed_copy(
     unresolved = sorted(named - listed["module"] - listed["filter"] - roles - playbooks - {"connection"})
     assert unresolved == []
     assert {"ray_job", "ray_job_info"} <= named & listed["module"]
+
+
+def test_the_action_group_sets_the_connection_of_the_ray_api_modules(installed, tmp_path):
+    """module_defaults for group/mvp.ray.ray reach ray_cluster_info (installed copy, a port nobody serves)."""
+    address = "http://127.0.0.1:9"
+    play = [{"name": "Probe", "hosts": "localhost", "gather_facts": False,
+             "module_defaults": {"group/mvp.ray.ray": {"address": address}},
+             "tasks": [{"name": "Read nodes", "mvp.ray.ray_cluster_info": {"timeout": 5}}]}]
+    path = tmp_path / "probe.yml"
+    path.write_text(yaml.safe_dump(play))
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                           "-e", "ansible_python_interpreter=%s" % sys.executable, str(path)],
+                          cwd=installed["cwd"], env=installed["env"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "Cannot list Ray nodes at %s" % address in proc.stdout + proc.stderr

@@ -36,6 +36,8 @@ def test_pending_message_names_the_missing_resource():
     assert "j1" in msg and '{"gpu_node": 1}' in msg and '"worker_node": 100.0' in msg and "after 30s" in msg
     assert "node:__internal_head__" not in msg
     assert msg.endswith("The job was stopped.")
+    unknown = pending_message({"submission_id": "j2"}, 30, NODES, "Left as it is.")
+    assert "what its driver asks for" in unknown and '"worker_node": 100.0' in unknown
 
 
 def test_auth_token_goes_to_the_headers_and_the_state_api_environment():
