@@ -36,7 +36,7 @@ def test_dev_workers_get_four_gpus_each_and_the_head_none():
 
 
 def test_dev_builds_its_node_image_from_the_gpu_recipe():
-    """dev names no prebuilt image: the prereq role builds images/<variant>/Dockerfile FROM a verl image."""
+    """dev names no prebuilt image: the docker_host role builds images/<variant>/Dockerfile FROM a verl image."""
     _, hostvars = dev_hostvars()
     head = hostvars["mvp-ray-head"]
     assert head["mvp_node_image"] == ""
