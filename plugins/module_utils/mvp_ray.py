@@ -339,3 +339,22 @@ def pending_message(job, timeout, nodes, outcome):
             json.dumps(job.get("entrypoint_resources") or {}, sort_keys=True), job.get("entrypoint_num_cpus"))
     return ("Ray job %s still PENDING after %ss: no ALIVE node offers %s (ALIVE nodes offer %s). %s"
             % (job.get("submission_id"), timeout, asked, json.dumps(offered, sort_keys=True), outcome))
+
+
+def connect(module):
+    """Open a Jobs API client for a module with the mvp.ray.connection options, or fail the module.
+
+    :param module: AnsibleModule whose params hold ``address`` and ``auth_token``.
+    :returns: tuple (JobSubmissionClient instance, ray.util.state module).
+    """
+    client_cls, state = import_ray(module)
+    headers = use_auth_token(module.params["auth_token"])
+    try:
+        return client_cls(module.params["address"], headers=headers), state
+    except Exception as exc:  # Ray raises several types for an unreachable dashboard
+        module.fail_json(msg="Cannot reach the Ray Jobs API at %s: %s" % (module.params["address"], exc))
+
+
+def read_job(client, submission_id):
+    """Return the job as a JSON-safe dict (details_to_dict), or None when Ray does not know the id."""
+    return details_to_dict(job_info_or_none(client, submission_id))

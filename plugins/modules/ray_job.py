@@ -128,8 +128,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    CONNECTION_ARGS, TERMINAL_STATUSES, details_to_dict, import_ray, job_info_or_none, list_nodes, pending_message,
-    placement, status_name, use_auth_token)
+    CONNECTION_ARGS, TERMINAL_STATUSES, connect, list_nodes, pending_message,
+    placement, read_job, status_name)
 
 
 class RayJob(object):
@@ -138,16 +138,11 @@ class RayJob(object):
     def __init__(self, module):
         self.module = module
         self.params = module.params
-        client_cls, self.state_api = import_ray(module)
-        headers = use_auth_token(self.params["auth_token"])
-        try:
-            self.client = client_cls(self.params["address"], headers=headers)
-        except Exception as exc:
-            module.fail_json(msg="Cannot reach the Ray Jobs API at %s: %s" % (self.params["address"], exc))
+        self.client, self.state_api = connect(module)
 
     def info(self):
         """Return the job dict or None when the id is unknown to Ray."""
-        return details_to_dict(job_info_or_none(self.client, self.params["submission_id"]))
+        return read_job(self.client, self.params["submission_id"])
 
     def poll(self, job, done, timeout, on_timeout):
         """Poll until ``done(status)``; after ``timeout`` seconds call ``on_timeout(job)``."""

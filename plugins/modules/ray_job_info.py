@@ -135,9 +135,9 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    CONNECTION_ARGS, TERMINAL_STATUSES, bundle_shapes, details_to_dict, import_ray, job_info_or_none, list_nodes,
-    list_pending_placement_groups, pending_message, placement, stalled_message, stalled_placement_groups,
-    status_name, use_auth_token)
+    CONNECTION_ARGS, TERMINAL_STATUSES, connect, bundle_shapes, list_nodes,
+    list_pending_placement_groups, pending_message, placement, read_job, stalled_message,
+    stalled_placement_groups, status_name)
 
 
 class RayJobInfo(object):
@@ -146,16 +146,11 @@ class RayJobInfo(object):
     def __init__(self, module):
         self.module = module
         self.params = module.params
-        client_cls, self.state_api = import_ray(module)
-        headers = use_auth_token(self.params["auth_token"])
-        try:
-            self.client = client_cls(self.params["address"], headers=headers)
-        except Exception as exc:
-            module.fail_json(msg="Cannot reach the Ray Jobs API at %s: %s" % (self.params["address"], exc))
+        self.client, self.state_api = connect(module)
 
     def info(self):
         """Return the job dict or None when the id is unknown to Ray."""
-        return details_to_dict(job_info_or_none(self.client, self.params["submission_id"]))
+        return read_job(self.client, self.params["submission_id"])
 
     def check_placement_groups(self, job, first_seen):
         """Fail when a placement group of the RUNNING job is PENDING past pg_pending_timeout.
