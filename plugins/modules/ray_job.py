@@ -71,6 +71,12 @@ options:
     description: Seconds between status polls.
     type: float
     default: 1.0
+  placement_dest:
+    description:
+      - File to save the returned C(placement) to, as JSON (sorted keys, written to a temporary
+        name, then renamed) - a job directory's C(debug/placement.json). Written once the job
+        is placed with I(wait=placed); never in check mode.
+    type: path
   worker_resource:
     description: Custom resource that marks worker nodes (for C(worker_ips)).
     type: str
@@ -122,11 +128,17 @@ placement:
     a job directory's C(debug/placement.json).
   type: dict
   returned: when the job has a driver node and I(wait=placed)
+placement_dest:
+  description: Path I(placement) was saved to.
+  type: str
+  returned: when written
 """
 
+import json
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     CONNECTION_ARGS, TERMINAL_STATUSES, connect, list_nodes, pending_message,
     placement, read_job, status_name)
@@ -195,6 +207,9 @@ class RayJob(object):
                 where = placement(self.state_api, params["address"], job, params["worker_resource"])
                 if where:
                     result["placement"] = where
+                    if params["placement_dest"]:
+                        write_text_atomic(params["placement_dest"], json.dumps(where, indent=4, sort_keys=True) + "\n")
+                        result.update(placement_dest=params["placement_dest"], changed=True)
         elif job is None:
             if state == "stopped":
                 module.fail_json(msg="Ray job %s does not exist." % params["submission_id"])
@@ -230,6 +245,7 @@ def main():
             pending_timeout=dict(type="int", default=300),
             stop_timeout=dict(type="int", default=120),
             poll_interval=dict(type="float", default=1.0),
+            placement_dest=dict(type="path"),
             worker_resource=dict(type="str", default="worker_node"),
         ),
         supports_check_mode=True,
