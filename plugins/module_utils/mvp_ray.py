@@ -355,6 +355,19 @@ def connect(module):
         module.fail_json(msg="Cannot reach the Ray Jobs API at %s: %s" % (module.params["address"], exc))
 
 
-def read_job(client, submission_id):
-    """Return the job as a JSON-safe dict (details_to_dict), or None when Ray does not know the id."""
-    return details_to_dict(job_info_or_none(client, submission_id))
+class JobModule(object):
+    """What ray_job and ray_job_info share: one submission id on one cluster.
+
+    :param module: AnsibleModule with the mvp.ray.connection options and ``submission_id``.
+    Attributes: ``module``, ``params``, ``client`` (JobSubmissionClient), ``state_api``
+    (``ray.util.state``).
+    """
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.client, self.state_api = connect(module)
+
+    def info(self):
+        """Return the job as a JSON-safe dict (details_to_dict), or None when Ray does not know the id."""
+        return details_to_dict(job_info_or_none(self.client, self.params["submission_id"]))

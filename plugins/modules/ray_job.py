@@ -140,21 +140,12 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    CONNECTION_ARGS, TERMINAL_STATUSES, connect, list_nodes, pending_message,
-    placement, read_job, status_name)
+    CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, list_nodes, pending_message,
+    placement, status_name)
 
 
-class RayJob(object):
+class RayJob(JobModule):
     """Submit/stop/delete one submission id through JobSubmissionClient."""
-
-    def __init__(self, module):
-        self.module = module
-        self.params = module.params
-        self.client, self.state_api = connect(module)
-
-    def info(self):
-        """Return the job dict or None when the id is unknown to Ray."""
-        return read_job(self.client, self.params["submission_id"])
 
     def poll(self, job, done, timeout, on_timeout):
         """Poll until ``done(status)``; after ``timeout`` seconds call ``on_timeout(job)``."""

@@ -135,22 +135,13 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    CONNECTION_ARGS, TERMINAL_STATUSES, connect, bundle_shapes, list_nodes,
-    list_pending_placement_groups, pending_message, placement, read_job, stalled_message,
+    CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, bundle_shapes, list_nodes,
+    list_pending_placement_groups, pending_message, placement, stalled_message,
     stalled_placement_groups, status_name)
 
 
-class RayJobInfo(object):
+class RayJobInfo(JobModule):
     """Read (and wait for) one submission id through JobSubmissionClient."""
-
-    def __init__(self, module):
-        self.module = module
-        self.params = module.params
-        self.client, self.state_api = connect(module)
-
-    def info(self):
-        """Return the job dict or None when the id is unknown to Ray."""
-        return read_job(self.client, self.params["submission_id"])
 
     def check_placement_groups(self, job, first_seen):
         """Fail when a placement group of the RUNNING job is PENDING past pg_pending_timeout.
