@@ -36,10 +36,11 @@ sft: ## Submit verl's SFT trainer to the running cluster (real training; CPU on 
 down: setup ## Stop Ray and remove the local containers (keeps /srv/mvp/private)
 	ansible-playbook down.yml
 
-reliability: setup engine ## Bad-input table against the local cluster (brings it up first)
+reliability: setup engine ## Bad-input table and the catalog's GPU defaults through verl's own checks, on the local cluster (brings it up first)
 	ansible-playbook site.yml
 	ansible-playbook submit.yml -e workload=selftest -e submission_id=reliability-existing || true
 	python tests/reliability/bad_inputs.py --inventory inventories/local --host-shared /srv/mvp/private --existing-id reliability-existing
+	python tests/reliability/catalog_checks.py --head-container mvp-ray-head
 
 faults: setup engine ## Fault table against the local cluster: kills, restarts and removes its containers (brings it up first)
 	ansible-playbook site.yml

@@ -11,5 +11,6 @@ import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-for sub in ("collections", "plugins/modules", "plugins/filter", "roles/verl_snapshot/files/job_tools"):
+for sub in ("collections", "plugins/modules", "plugins/filter", "plugins/module_utils",
+            "roles/verl_snapshot/files/job_tools"):
     sys.path.insert(0, os.path.join(ROOT, sub))

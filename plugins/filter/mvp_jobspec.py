@@ -67,6 +67,33 @@ RELATIVE_RE = re.compile(r"^(?!/)(?!.*(^|/)\.\.(/|$))[A-Za-z0-9._/-]+$")
 # verl's file logger writes one JSON object per step ({"step": N, "data": {...}}) to
 # $VERL_FILE_LOGGER_PATH (verl/utils/tracking.py FileLogger); the builder points it here.
 METRICS_FILE = "metrics.jsonl"
+# Hydra's own output (.hydra/config.yaml, the trainer's log): set by the builder to <job_dir>/<HYDRA_SUBDIR>
+# (without it Hydra writes to outputs/<date>/<time> under the driver's working directory, on the worker).
+HYDRA_SUBDIR = "logs/hydra"
+# Override keys whose value is a path (by the last name of the key), and Hydra's own output keys:
+# a job reads and writes inside the shared storage only, and Hydra writes inside the job directory.
+PATH_KEY_SUFFIXES = ("_dir", "_path", "_file", "_files")
+HYDRA_PATH_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir", "hydra.output_subdir",
+                   "hydra.runtime.output_dir")
+# Sizes that must be whole numbers >= 1 when given (verl would fail late, or train nothing, on 0 or less).
+POSITIVE_KEYS = (
+    "trainer.nnodes", "trainer.n_gpus_per_node", "trainer.total_epochs", "trainer.total_training_steps",
+    "data.train_batch_size", "data.micro_batch_size_per_gpu", "actor_rollout_ref.rollout.n",
+    "actor_rollout_ref.actor.ppo_mini_batch_size", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+    "actor_rollout_ref.actor.ppo_epochs", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", "critic.ppo_mini_batch_size",
+    "critic.ppo_micro_batch_size_per_gpu", "critic.ppo_epochs",
+)
+# Of these, the ones that may be null (verl then derives them or takes the other spelling).
+NULLABLE_KEYS = frozenset([
+    "trainer.total_training_steps", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", "critic.ppo_micro_batch_size_per_gpu",
+    "critic.ppo_mini_batch_size",
+])
+# verl's group-relative advantage estimators (verl.trainer.ppo.core_algos.AdvantageEstimator): they compare
+# the responses of one prompt, so actor_rollout_ref.rollout.n must be 2 or more.
+GROUP_ESTIMATORS = frozenset(["grpo", "grpo_passk", "grpo_vectorized", "rloo", "rloo_vectorized", "opo", "gdpo"])
 
 
 def _as_list(value):
@@ -78,6 +105,41 @@ def _as_list(value):
     if not value:
         return []
     return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+def mvp_loggers(value, field="trainer_overrides.trainer.logger"):
+    """Normalise verl's ``trainer.logger`` in any spelling to one list of logger names.
+
+    verl reads ``trainer.logger`` as a list, or wraps one string (verl/utils/tracking.py
+    ``Tracking``); users also write Hydra's list syntax as text (``"[console,wandb]"``, from
+    ``-e`` or a shell habit), which Hydra would then pass as one quoted string.
+
+    :param value: None, a str (``console``, ``console,file``, ``[console, 'wandb']``) or a list of str.
+    :param field: str, the field named in messages.
+    :returns: list of str (no empty names, order kept, duplicates dropped), or None for None.
+    :raises AnsibleFilterError: for a mapping, a number, or a list item that is not a name.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("[") and text.endswith("]"):
+            text = text[1:-1]
+        items = text.split(",")
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        _fail(field, "is a %s, not a list of logger names" % _kind(value), "give for example [console, file]")
+    names = []
+    for item in items:
+        if not isinstance(item, str):
+            _fail(field, "%r is not a logger name" % (item,), "give names such as console, file, wandb")
+        name = item.strip().strip("'\"").strip()
+        if name and name not in names:
+            names.append(name)
+    if not names:
+        _fail(field, "names no logger", "give at least one, e.g. [console, file]")
+    return names
 
 
 def _fail(field, problem, fix):
@@ -101,9 +163,15 @@ def hydra_value(value):
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(hydra_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ",".join("%s:%s" % (k, hydra_value(v)) for k, v in value.items()) + "}"
+        # keys cannot be quoted in Hydra's grammar: its special characters are escaped (verl's fsdp_plan
+        # keys such as model.layers.{*})
+        return "{" + ",".join("%s:%s" % (re.sub(r"([\\()\[\]{}:=, \t])", r"\\\1", str(k)), hydra_value(v))
+                              for k, v in value.items()) + "}"
     text = str(value)
-    if text == "" or re.search(r"[\s,\[\]{}()='\"\\:]", text):
+    # Hydra reads digits with underscores as one number ("0.5_5" -> 0.55, "1_5" -> 15), where verl's
+    # "lower_upper" thresholds (verl/trainer/ppo/rollout_corr_helper.py) mean two: keep the text.
+    if text == "" or re.search(r"[\s,\[\]{}()='\"\\:]", text) or (
+            "_" in text and re.match(r"^[+-]?[\d_.]+([eE][+-]?[\d_]+)?$", text)):
         return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
     return text
 
@@ -253,6 +321,8 @@ def _check_env(env, field):
 def _owned_overrides(entry):
     """Trainer override keys the builder fills in for a catalog entry: key -> request field to use instead."""
     owned = {"trainer.default_local_dir": "nothing: checkpoints go to <job_dir>/checkpoints"}
+    if entry.get("module"):
+        owned["hydra.run.dir"] = "nothing: Hydra's output goes to <job_dir>/%s" % HYDRA_SUBDIR
     for key in entry.get("data_files") or {}:
         owned[key] = "dataset (a folder under <shared_root>/datasets with the same file names)"
     for key in _as_list(entry.get("model_key")):
@@ -291,6 +361,138 @@ def _check_overrides(overrides, field, entry, workload):
         if bare in owned:
             _fail("%s.%s" % (field, key), "is set by the job spec builder", "drop it; use %s" % owned[bare])
     return overrides
+
+
+def _field_namer(site_overrides, user_overrides, workload):
+    """Return a function naming where an override key came from: the request's field, else the inventory's."""
+    def field_of(key):
+        for given in (user_overrides, site_overrides):
+            for name in given:
+                if name.lstrip("+~") == key:
+                    return ("trainer_overrides.%s" % name if given is user_overrides
+                            else "mvp_job_overrides.%s.trainer_overrides.%s" % (workload, name))
+        return "trainer_overrides.%s" % key
+    return field_of
+
+
+def _whole(value):
+    """``value`` as an int when it is a whole number (int, or text of digits with an optional sign), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.match(r"^[+-]?\d+$", value.strip()):
+        return int(value)
+    return None
+
+
+def _check_sizes(overrides, field_of):
+    """Refuse sizes, counts, steps and epochs that are not whole numbers >= 1 (POSITIVE_KEYS).
+
+    verl itself fails on them only after the model is loaded (``trainer.nnodes: 0`` dies in its
+    resource pool, verl.single_controller.ray.base.RayResourcePool) or trains nothing and
+    succeeds (``trainer.total_epochs: -1``: the fit loop ``range(total_epochs)`` is empty). A
+    group-relative advantage estimator (GROUP_ESTIMATORS) needs ``actor_rollout_ref.rollout.n``
+    >= 2: with one response per prompt verl's compute_grpo_outcome_advantage uses the raw score
+    and RLOO's leave-one-out baseline has nothing to leave out.
+
+    :param overrides: dict, the merged trainer overrides (catalog, inventory, request).
+    :param field_of: function key -> the field named in messages (see _field_namer).
+    :raises AnsibleFilterError: naming the key and the fix. Values that are not numbers (text,
+        interpolations ``${...}``) are left to the head's type check (mvp_hydra.validate_overrides).
+    """
+    plain = {key.lstrip("+~"): value for key, value in overrides.items()}
+    for key in POSITIVE_KEYS:
+        if key not in plain:
+            continue
+        value = plain[key]
+        if value is None and key in NULLABLE_KEYS:
+            continue
+        number = _whole(value)
+        if number is None and not (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            continue  # not a number at all: the head's type check names what the key expects
+        if number is None or number < 1:
+            _fail(field_of(key), "must be a whole number >= 1, got %r" % (value,),
+                  "set %s to 1 or more%s" % (key, " (or null to let verl derive it)" if key in NULLABLE_KEYS else ""))
+    estimator = plain.get("algorithm.adv_estimator")
+    rollouts = _whole(plain.get("actor_rollout_ref.rollout.n", 1))
+    if isinstance(estimator, str) and estimator in GROUP_ESTIMATORS and rollouts is not None and rollouts < 2:
+        _fail(field_of("actor_rollout_ref.rollout.n"),
+              "algorithm.adv_estimator=%s compares the responses to one prompt, but rollout.n is %d" % (estimator, rollouts),
+              "set actor_rollout_ref.rollout.n to 2 or more (verl's GRPO examples use 5), or use adv_estimator gae")
+
+
+def _is_path_key(key):
+    """Whether an override key names a path: Hydra's output keys, or a last name ending in PATH_KEY_SUFFIXES."""
+    bare = key.lstrip("+~")
+    return bare in HYDRA_PATH_KEYS or bare.rsplit(".", 1)[-1].endswith(PATH_KEY_SUFFIXES)
+
+
+def _check_paths(overrides, field_of, shared_root, job_dir):
+    """Keep every path an override names where it belongs, before anything is written.
+
+    Hydra's output keys (HYDRA_PATH_KEYS: ``hydra.run.dir`` is the builder's, the others) must
+    stay inside the job directory (``hydra.output_subdir`` and ``hydra.sweep.subdir`` are
+    relative to Hydra's run folder: no absolute path, no ``..``). Any other key whose last name
+    ends in ``_dir``, ``_path``, ``_file`` or ``_files`` must be null, or an absolute path (or a
+    list of them) inside ``shared_root``: the driver's working directory is ``/`` on a worker, so a
+    relative path or one outside the shared storage lands on one node's disk or reads another
+    machine's files. Interpolations (``${...}``) are left to verl.
+
+    :param overrides: dict, the merged trainer overrides.
+    :param field_of: function key -> the field named in messages.
+    :param shared_root: str, normalised absolute shared root.
+    :param job_dir: str, the job directory ``<shared_root>/jobs/<id>``.
+    :raises AnsibleFilterError: naming the key, the value and where it may point.
+    """
+    for key, value in overrides.items():
+        bare = key.lstrip("+~")
+        if key.startswith("~") or value is None or not _is_path_key(key):
+            continue
+        if bare.startswith("hydra."):
+            if bare in ("hydra.output_subdir", "hydra.sweep.subdir"):
+                text = str(value)
+                if posixpath.isabs(text) or ".." in text.split("/"):
+                    _fail(field_of(bare), "%r would put Hydra's files outside its run folder" % (value,),
+                          "drop it (Hydra's output goes to %s/%s) or give a plain sub-folder name"
+                          % (job_dir, HYDRA_SUBDIR))
+                continue
+            text = posixpath.normpath(str(value)) if posixpath.isabs(str(value)) else None
+            if text is None or not (text + "/").startswith(job_dir + "/"):
+                _fail(field_of(bare), "%r is outside the job directory %s: Hydra would write its files there, "
+                      "on whichever worker runs the driver" % (value, job_dir),
+                      "drop it; Hydra's output goes to %s/%s" % (job_dir, HYDRA_SUBDIR))
+            continue
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            text = str(item)
+            if "${" in text:
+                continue
+            if not posixpath.isabs(text) or not (posixpath.normpath(text) + "/").startswith(shared_root + "/"):
+                where = "a relative path" if not posixpath.isabs(text) else "outside the shared storage"
+                _fail(field_of(bare), "%r is %s: a job reads and writes only inside the shared storage %s "
+                      "(its own files under %s)" % (item, where, shared_root, job_dir),
+                      "give an absolute path under %s, e.g. %s/%s" % (shared_root, job_dir, bare.rsplit(".", 1)[-1]))
+
+
+def _dataset_columns(entry, overrides):
+    """The columns every data file of a workload must have, from the catalog's ``dataset_columns``.
+
+    :param entry: catalog entry; ``dataset_columns`` is a list of column names (``a.b`` names field
+        ``b`` of struct column ``a``) or ``{key, default}``: the column the trainer override ``key``
+        names (verl's ``data.prompt_key``, ``data.messages_key``), ``default`` when it is not set.
+    :param overrides: dict, the merged trainer overrides.
+    :returns: dict column -> why it is needed (the override naming it, or "read by the reward").
+    """
+    columns = {}
+    for item in entry.get("dataset_columns") or []:
+        if isinstance(item, dict):
+            given = overrides.get(item["key"], overrides.get("+" + item["key"]))
+            columns[str(given if isinstance(given, str) and given else item["default"])] = item["key"]
+        else:
+            columns[str(item)] = "read by verl's reward managers"
+    return columns
 
 
 def _check_ray(ray, defaults):
@@ -353,6 +555,48 @@ def _check_ray(ray, defaults):
             "runtime_env": runtime_env}
 
 
+def _watchdog(given):
+    """The progress watchdog's limits from the inventory (``mvp_watchdog``), or None when it is off.
+
+    :param given: dict ``{first_step_s, floor_s, factor}`` (seconds, seconds, a multiple of the
+        median step time) or None; ``first_step_s: 0`` turns the watchdog off.
+    :returns: dict of three floats, or None.
+    :raises AnsibleFilterError: when a value is not a positive number.
+    """
+    if not given:
+        return None
+    if not isinstance(given, dict):
+        _fail("mvp_watchdog", "is a %s, not a mapping" % _kind(given), "give first_step_s, floor_s and factor")
+    if given.get("first_step_s") in (0, "0", None):
+        return None
+    out = {}
+    for key in ("first_step_s", "floor_s", "factor"):
+        value = given.get(key)
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        if not _is_positive(value):
+            _fail("mvp_watchdog.%s" % key, "%r is not a positive number" % (value,),
+                  "set mvp_watchdog in the inventory (first_step_s: 0 turns the watchdog off)")
+        out[key] = float(value)
+    return out
+
+
+def _entry_options(entry, metrics, watchdog, defaults):
+    """mvp_entry.py's options for a trainer: its metrics file, the watchdog's limits, the dashboard port."""
+    if not entry.get("module"):
+        return []
+    options = ["--dashboard-port", str(defaults.get("dashboard_port") or 8265)]
+    if metrics:
+        options += ["--metrics", metrics]
+        if watchdog:
+            limits = (watchdog["first_step_s"], watchdog["floor_s"], watchdog["factor"])
+            options += ["--watchdog", "%g,%g,%g" % limits]
+    return options
+
+
 def _check_text(request, key, pattern=None, hint=""):
     """Return request[key] when it is None or a non-empty string (matching ``pattern``), else fail naming it."""
     value = request.get(key)
@@ -380,7 +624,10 @@ def mvp_job_spec(request, catalog, defaults):
         ``resume_run`` (the earlier run named by the request's ``resume_from``, as
         ``ray_job_runs`` returns it, or None when it has no job directory) and
         ``repeat`` (``{group, index, count}`` of ``submit.yml -e repeat=N``, or None),
-        ``ray_base`` (``mvp_ray_base``: ray keys merged under the request's, then checked).
+        ``ray_base`` (``mvp_ray_base``: ray keys merged under the request's, then checked),
+        ``watchdog`` (``mvp_watchdog``: {first_step_s, floor_s, factor} of the progress watchdog
+        mvp_entry.py runs beside a trainer) and ``dashboard_port`` (the head's dashboard port, where
+        the watchdog asks for the stacks of the job's actors).
     :returns: dict with submission_id, workload, shared_root, job_dir, code_id,
         code_path, entrypoint, runtime_env, entrypoint_resources,
         entrypoint_num_cpus, trainer_overrides, hydra_config, hydra_overrides
@@ -392,8 +639,16 @@ def mvp_job_spec(request, catalog, defaults):
         logger output, ``<job_dir>/logs/metrics.jsonl``, or None), world_size
         (trainer.nnodes x trainer.n_gpus_per_node, None for scripts), resume_from
         (``{submission_id, step, path, world_size}`` of the checkpoint it continues,
-        or None), repeat and driver_device (the catalog's ``driver_device`` when the
-        builder set it itself - the head check then probes the snapshot - else None).
+        or None), repeat, driver_device (the catalog's ``driver_device`` when the
+        builder set it itself - the head check then probes the snapshot - else None) and
+        watchdog (the watchdog's limits when it runs: a trainer with verl's file logger, else None).
+        Also dataset_columns (column -> why the workload reads it, from the catalog's
+        ``dataset_columns``; checked on the head against the parquet schema) and hydra_dir
+        (``<job_dir>/logs/hydra``, Hydra's output, passed as ``hydra.run.dir``; None for scripts).
+        Before returning, the merged overrides are checked: loggers normalised (mvp_loggers),
+        sizes >= 1 and GRPO's ``rollout.n`` >= 2 (_check_sizes), every path inside the shared
+        storage and Hydra's inside the job (_check_paths); the model under ``common/models``,
+        the reward function under ``user/code``.
     :raises AnsibleFilterError: naming the field and the fix.
     """
     if not isinstance(request, dict):
@@ -452,6 +707,10 @@ def mvp_job_spec(request, catalog, defaults):
     user_overrides = _check_overrides(request.get("trainer_overrides"), "trainer_overrides", entry, workload)
     overrides.update(user_overrides)
     explicit = set(site_overrides) | set(user_overrides)
+    field_of = _field_namer(site_overrides, user_overrides, workload)
+    if entry.get("module") and overrides.get("trainer.logger") is not None:
+        overrides["trainer.logger"] = mvp_loggers(overrides["trainer.logger"], field_of("trainer.logger"))
+    _check_sizes(overrides, field_of)
     if "trainer.save_freq" in overrides and (
             not isinstance(overrides["trainer.save_freq"], int) or isinstance(overrides["trainer.save_freq"], bool)
             or overrides["trainer.save_freq"] < 1):
@@ -463,18 +722,22 @@ def mvp_job_spec(request, catalog, defaults):
         data = {key: posixpath.join(shared_root, "datasets", dataset, posixpath.basename(path))
                 for key, path in data.items()}
     model_path = None
+    models_dir = posixpath.join(shared_root, "common/models")
     if model:
-        model_path = posixpath.normpath(model if posixpath.isabs(model)
-                                        else posixpath.join(shared_root, "common/models", model))
+        model_path = posixpath.normpath(model if posixpath.isabs(model) else posixpath.join(models_dir, model))
+        if not model_path.startswith(models_dir + "/"):
+            _fail("model", "%r leads to %s, outside %s" % (model, model_path, models_dir),
+                  "give a folder name under %s (prepare_data puts models there), without '..'" % models_dir)
     if entry.get("model_key") and not model_path:
         _fail("model", "workload %s needs a model" % workload,
-              "set model to a folder name under %s/common/models (or an absolute path), "
-              "or mvp_model in the inventory" % shared_root)
+              "set model to a folder name under %s, or mvp_model in the inventory" % models_dir)
     # The request's reward function, else the inventory's for this workload.
     reward = reward or site.get("reward_fn_path")
-    if reward and not posixpath.normpath(reward).startswith(shared_root + "/"):
-        _fail("reward_fn_path", "%s is outside shared_root %s" % (reward, shared_root),
-              "put the reward function under %s/user/code/" % shared_root)
+    code_dir = posixpath.join(shared_root, "user/code")
+    if reward and not (posixpath.isabs(reward) and posixpath.normpath(reward).startswith(code_dir + "/")):
+        _fail("reward_fn_path" if request.get("reward_fn_path") else "mvp_job_overrides.%s.reward_fn_path" % workload,
+              "%s is outside %s" % (reward, code_dir), "put the reward function under %s/ and give its absolute path"
+              % code_dir)
     notes = []
     device = entry.get("driver_device")
     device_set = None
@@ -496,10 +759,12 @@ def mvp_job_spec(request, catalog, defaults):
         if entry.get("worker_resource_key"):
             overrides.setdefault(entry["worker_resource_key"], defaults["worker_resource"])
         overrides.setdefault("trainer.experiment_name", submission_id)
+        overrides["hydra.run.dir"] = posixpath.join(job_dir, HYDRA_SUBDIR)
         resumed = _resume(request, entry, workload, overrides, user_overrides, shared_root, defaults, notes)
+        _check_paths(overrides, field_of, shared_root, job_dir)
         loggers = _as_list(overrides.get("trainer.logger"))
         if "wandb" in loggers and not defaults.get("wandb_key_set"):
-            _fail("trainer_overrides.trainer.logger", "asks for wandb but no W&B API key is configured",
+            _fail(field_of("trainer.logger"), "asks for wandb but no W&B API key is configured",
                   "set mvp_wandb_api_key (keep it in Ansible Vault; it reaches the workers' environment, "
                   "never the job's files), or drop wandb from trainer.logger (console and file work offline)")
         program = [python, "-u", "-m", entry["module"]] + hydra_overrides(overrides)
@@ -511,9 +776,13 @@ def mvp_job_spec(request, catalog, defaults):
                    "--worker-resource", defaults["worker_resource"]]
         for key in sorted(data):
             program += ["--data", "%s=%s" % (key, data[key])]
+    watchdog = _watchdog(defaults.get("watchdog")) if entry.get("module") else None
+    metrics = (posixpath.join(job_dir, "logs", METRICS_FILE)
+               if entry.get("module") and "file" in _as_list(overrides.get("trainer.logger")) else None)
     entrypoint = " ".join(shlex.quote(p) for p in
                           [python, "-u", posixpath.join(tools, "mvp_entry.py"),
-                           "--log", posixpath.join(job_dir, "logs", "driver.log"), "--"] + program)
+                           "--log", posixpath.join(job_dir, "logs", "driver.log")]
+                          + _entry_options(entry, metrics, watchdog, defaults) + ["--"] + program)
 
     env_vars = {str(k): str(v) for k, v in (entry.get("env_vars") or {}).items()}
     env_vars.update(_check_env(site.get("env_vars"), "mvp_job_overrides.%s.env_vars" % workload))
@@ -539,6 +808,8 @@ def mvp_job_spec(request, catalog, defaults):
         gpus = shape[0] * shape[1]
     return {
         "submission_id": submission_id,
+        "dataset_columns": _dataset_columns(entry, overrides) if data else {},
+        "hydra_dir": posixpath.join(job_dir, HYDRA_SUBDIR) if entry.get("module") else None,
         "workload": workload,
         "shared_root": shared_root,
         "job_dir": job_dir,
@@ -567,6 +838,7 @@ def mvp_job_spec(request, catalog, defaults):
         "resume_from": resumed,
         "repeat": defaults.get("repeat") or None,
         "driver_device": device_set,
+        "watchdog": watchdog if metrics else None,
     }
 
 
@@ -629,17 +901,50 @@ def mvp_gpu_shape_problem(spec, workers):
                ", ".join("%s %g" % (ip, gpus) for ip, gpus in counts) or "none"))
 
 
+def _dataset_problem(check, spec):
+    """Say which columns the job's data files lack and which prepared datasets have them ("" when all fit).
+
+    :param check: dict from ``ray_submit_check`` (``dataset_columns``: override key -> columns or None;
+        ``prepared_datasets``: folder -> {file base name -> columns}).
+    :param spec: dict from mvp_job_spec (``dataset_columns``: column -> why, ``data_files``, ``dataset``).
+    """
+    needed = spec.get("dataset_columns") or {}
+    found = check.get("dataset_columns") or {}
+    lacking = {}
+    for key, path in sorted((spec.get("data_files") or {}).items()):
+        columns = found.get(key)
+        if columns is not None:
+            gaps = [column for column in needed if column not in columns]
+            if gaps:
+                lacking[path] = gaps
+    if not lacking:
+        return ""
+    fits = sorted(name for name, files in (check.get("prepared_datasets") or {}).items()
+                  if files and all(cols is not None and all(c in cols for c in needed) for cols in files.values()))
+    paths = sorted(lacking)
+    dataset = spec.get("dataset") or posixpath.basename(posixpath.dirname(paths[0]))
+    return ("dataset %s does not fit workload %s: %s. Fix: set dataset to one that has them (%s), or prepare the "
+            "data with those columns." % (
+                dataset, spec.get("workload"),
+                "; ".join("%s has no column %s" % (path, ", ".join(
+                    "%s (%s)" % (column, needed[column]) for column in lacking[path])) for path in paths),
+                "prepared datasets that fit: " + ", ".join(fits) if fits else
+                "no dataset under %s/datasets fits" % spec["shared_root"]))
+
+
 def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
     """Return what stops a job from being submitted, from the head's look at it (list of str).
 
     One message per problem, in this order, each naming the field or setting to change:
     the code snapshot incomplete, trainer overrides Hydra refused, the model or reward
-    function missing, a dataset missing, the submission id taken (job directory or Ray
+    function missing, a dataset without the columns the workload reads (naming the prepared
+    datasets that have them), a dataset file missing, verl's own start-up checks (or the mirrored
+    trainer checks) refusing the composed config, the submission id taken (job directory or Ray
     job), more GPUs than Ray reports or a per-node GPU shape no workers give (both only with
     ``check_gpus`` and a GPU workload), no ALIVE worker carrying the entrypoint resource.
 
     :param check: dict returned by the ``ray_submit_check`` module (``missing`` path name ->
-        path, ``hydra_errors``, ``job_dir_exists``, ``existing_job``, ``summary`` with
+        path, ``hydra_errors``, ``dataset_columns``, ``prepared_datasets``, ``verl_errors``, ``job_dir_exists``, ``existing_job``, ``summary`` with
         ``total_gpus`` and ``alive_workers``).
     :param spec: dict from mvp_job_spec.
     :param worker_resource: str, the custom resource every worker carries (mvp_ray_worker_resource).
@@ -669,10 +974,18 @@ def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
     if "reward_fn_path" in missing:
         problems.append("reward_fn_path %s does not exist on the shared storage. Copy the reward function under "
                         "%s/user/code/." % (missing["reward_fn_path"], root))
+    # A dataset of another kind lacks columns (and often a file name): the columns say more.
+    columns = _dataset_problem(check, spec)
+    if columns:
+        problems.append(columns)
     for key, path in sorted((spec.get("data_files") or {}).items()):
         if key in missing:
             problems.append("dataset file %s (%s) does not exist. Prepare it with site.yml (prepare_data) or set "
                             "`dataset` to a folder under %s/datasets/." % (path, key, root))
+    if check.get("verl_errors"):
+        problems.append("verl's own start-up checks (snapshot %s, run on the head before submission) refuse the "
+                        "config: %s. Fix: set the key verl names in trainer_overrides (the workload's defaults: "
+                        "mvp_workloads / mvp_job_overrides)." % (spec["code_path"], "; ".join(check["verl_errors"])))
     taken = []
     if check.get("job_dir_exists"):
         taken.append("job directory %s exists" % spec["job_dir"])

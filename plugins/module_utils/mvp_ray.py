@@ -121,7 +121,8 @@ def node_to_dict(node):
 
     :param node: NodeState (or any object with the same attributes, or a dict).
     :returns: dict with node_id, node_ip, node_name, is_head_node, state,
-        resources_total (dict of resource name -> float).
+        resources_total (dict of resource name -> float), state_message and end_time_ms
+        (why and when a DEAD node died; None unless listed with detail).
     """
     get = _getter(node)
     return {
@@ -131,21 +132,43 @@ def node_to_dict(node):
         "is_head_node": bool(get("is_head_node")),
         "state": get("state"),
         "resources_total": dict(get("resources_total") or {}),
+        "state_message": get("state_message"),
+        "end_time_ms": get("end_time_ms"),
     }
 
 
-def list_nodes(state_module, address, timeout=30):
+def list_nodes(state_module, address, timeout=30, detail=False):
     """List the cluster's nodes through Ray's state API.
 
     :param state_module: ``ray.util.state``.
     :param address: str, dashboard URL such as ``http://127.0.0.1:8265``.
     :param timeout: int, seconds for the state API call.
+    :param detail: bool, also read why and when DEAD nodes died.
     :returns: list of dicts (see node_to_dict).
     :raises: whatever ray.util.state raises when the dashboard is unreachable.
     """
-    nodes = state_module.list_nodes(address=address, timeout=timeout, limit=10000,
+    nodes = state_module.list_nodes(address=address, timeout=timeout, limit=10000, detail=detail,
                                     raise_on_missing_output=False)
     return [node_to_dict(n) for n in nodes]
+
+
+def list_job_actors(state_module, address, job_id, nodes, timeout=30):
+    """The actors of one Ray job with their state, pid, node IP and death cause (state API).
+
+    :param job_id: str, Ray's job id (hex, ``JobDetails.job_id``).
+    :param nodes: list of node dicts (node_to_dict) to name each actor's node IP.
+    :returns: list of dicts (actor_id, class_name, state, pid, node_id, node_ip, death_cause).
+    """
+    ips = {n["node_id"]: n["node_ip"] for n in nodes}
+    actors = state_module.list_actors(address=address, filters=[("job_id", "=", job_id)], detail=True,
+                                      timeout=timeout, limit=10000, raise_on_missing_output=False)
+    out = []
+    for actor in actors:
+        get = _getter(actor)
+        out.append({"actor_id": get("actor_id"), "class_name": get("class_name"), "state": get("state"),
+                    "pid": get("pid"), "node_id": get("node_id"), "node_ip": ips.get(get("node_id")),
+                    "death_cause": json.loads(json.dumps(get("death_cause"), default=str))})
+    return out
 
 
 def summarize(nodes, resource):

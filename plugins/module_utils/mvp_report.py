@@ -219,7 +219,7 @@ def build_report(runs, parents, metric_specs, baseline_id=None):
         rows.append({
             "submission_id": run["submission_id"], "workload": run.get("workload"),
             "code_id": run.get("code_id"), "model": run.get("model"), "status": run.get("status"),
-            "steps": run.get("last_step"), "wall_s": run.get("wall_s"),
+            "verdict": run.get("verdict"), "steps": run.get("last_step"), "wall_s": run.get("wall_s"),
             "baseline": run["submission_id"] == baseline_id,
             "continues": ({"submission_id": resumed.get("submission_id"), "step": resumed.get("step")}
                           if resumed else None),

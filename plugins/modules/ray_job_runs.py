@@ -90,6 +90,7 @@ runs:
     start_time: {description: "ms since the epoch (Ray's)", type: int}
     end_time: {description: "ms since the epoch (Ray's), null while running", type: int}
     wall_s: {description: "seconds from start to end (or to now while running)", type: float}
+    verdict: {description: "the recorded verdict in one line (trained N of M steps, or FAILED [cause] ...), or null", type: str}
     last_step: {description: "highest step in metrics.jsonl (0 - none yet)", type: int}
     last: {description: "last value of each read metric", type: dict}
     series: {description: "metric -> [[step, value], ...] (with series=true)", type: dict}
@@ -118,6 +119,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import list_job_dirs, read_run
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import job_row
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import one_line
 
 ID_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
@@ -136,7 +138,7 @@ def ray_table(address):
 
 
 def add_status(run, table, now):
-    """Set status, status_source, start_time, end_time and wall_s of a run."""
+    """Set status, status_source, start_time, end_time, wall_s and verdict (one line or None) of a run."""
     live = table.get(run["submission_id"])
     recorded = run.get("recorded_status") if isinstance(run.get("recorded_status"), dict) else None
     source = live or recorded
@@ -145,6 +147,8 @@ def add_status(run, table, now):
     run["start_time"] = (source or {}).get("start_time")
     run["end_time"] = (source or {}).get("end_time")
     run["wall_s"] = None
+    # The project's verdict (mvp_verdict, recorded in status.json when the job ended): one line.
+    run["verdict"] = one_line(recorded) if recorded and recorded.get("verdict") else None
     if run["start_time"]:
         end = run["end_time"] or (now * 1000.0 if run["status"] in ("RUNNING", "PENDING") else None)
         if end:

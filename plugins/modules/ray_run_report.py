@@ -70,7 +70,7 @@ report:
   returned: success
   contains:
     baseline: {description: "id of the baseline run", type: str}
-    runs: {description: "one row per run (submission_id, workload, code_id, model, status, steps, wall_s, continues)", type: list}
+    runs: {description: "one row per run (submission_id, workload, code_id, model, status, verdict, steps, wall_s, continues)", type: list}
     metrics: {description: "per metric its spec and one row per run (first, last, best, step, value, baseline_value, diff, allowed, verdict)", type: list}
     regressions: {description: "runs worse than the baseline beyond tolerance ({submission_id, metric, message})", type: list}
     spec_diff: {description: "job spec fields that differ ({field, values {id - JSON}})", type: list}

@@ -19,6 +19,13 @@ description:
   - With I(hydra), composes the trainer overrides against the snapshot's own Hydra
     config (module_utils C(mvp_hydra.validate_overrides); needs hydra-core and
     omegaconf, not torch) and returns the problems.
+  - With I(datasets), reads the column names of each data file and of the prepared datasets
+    files of the same names from the parquet schema (C(pyarrow.parquet.read_schema); no rows are
+    read), so a dataset that does not fit the workload is named with the datasets that do.
+  - With I(verl_checks) (and I(hydra)), runs the snapshot's own start-up checks on the composed
+    config in a subprocess of the nodes' Python (module_utils C(mvp_verl_rules) - verl's
+    C(validate_config) and config classes; skipped, not failed, without torch) and checks
+    that exist in verl only inside a trainer, mirrored; reports them in C(verl_errors).
   - Read-only; never fails on what it finds (only when the Jobs/State API cannot be
     reached, with the address in the message, or hydra-core is missing). Supports check mode.
 version_added: 0.1.0
@@ -44,6 +51,19 @@ options:
     description: >-
       C({config_dir, config_name, overrides}) - compose the overrides (C(key=value) strings, as the
       entrypoint passes them) against C(config_dir/config_name.yaml) and report problems in C(hydra_errors).
+    type: dict
+  datasets:
+    description: >-
+      C({dir, files}) - C(files) maps a name (the trainer override, e.g. C(data.train_files)) to a
+      parquet file whose columns are reported in C(dataset_columns); every folder of C(dir) holding
+      files of the same base names is reported in C(prepared_datasets).
+    type: dict
+  verl_checks:
+    description: >-
+      C({python, snapshot, timeout, cache_dir}) - with I(hydra), run verl's own start-up checks of the
+      snapshot with that Python (the nodes' venv) and report them in C(verl_errors) and C(verl_check).
+      Results are kept per config in C(cache_dir) on the node (default C(<tmp>/mvp-verl-checks)), so
+      the same config of a later job is answered without importing verl again.
     type: dict
   resource:
     description: Custom resource that marks worker nodes (counted in C(summary)).
@@ -95,13 +115,47 @@ hydra_errors:
   type: list
   elements: str
   returned: always
+dataset_columns:
+  description: >-
+    Name in I(datasets.files) -> its column names (C(a.b) for field C(b) of a struct column C(a)), or null
+    when the file is missing or unreadable.
+  type: dict
+  returned: always
+prepared_datasets:
+  description: Folder name under I(datasets.dir) -> {file base name -> column names} for the same file names.
+  type: dict
+  returned: always
+dataset_schema_skipped:
+  description: Why the columns were not read (pyarrow missing on the head), else null.
+  type: str
+  returned: always
+verl_errors:
+  description: >-
+    verl's own start-up checks that fail, each C(<verl function>: <exception>: <verl's message>), then
+    the mirrored trainer checks (empty without I(verl_checks)).
+  type: list
+  elements: str
+  returned: always
+verl_check:
+  description: >-
+    C({skipped, seconds, wall, cached}) of the snapshot's checks (null without I(verl_checks)); C(seconds)
+    splits the child's time (C(import_torch), C(compose), C(checks), C(total)) and the mirrored checks'.
+  type: dict
+  returned: always
 """
 
 import os
+import sys
+import tempfile
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     CONNECTION_ARGS, import_ray, job_info_or_none, list_nodes, status_name, summarize, use_auth_token)
+
+
+# Results of verl's start-up checks per config, on the node (see mvp_verl_rules.start_snapshot_checks).
+CACHE_DIR = os.path.join(tempfile.gettempdir(), "mvp-verl-checks")
 
 
 def missing_paths(paths):
@@ -134,6 +188,87 @@ def hydra_errors(module, hydra):
         module.fail_json(msg="hydra-core/omegaconf missing on the head (%s)" % exc)
 
 
+def _column_names(schema):
+    """Column names of a pyarrow schema, plus ``a.b`` for each field ``b`` of a struct column ``a``."""
+    names = []
+    for field in schema:
+        names.append(field.name)
+        if hasattr(field.type, "num_fields") and field.type.__class__.__name__ == "StructType":
+            names.extend("%s.%s" % (field.name, field.type.field(i).name) for i in range(field.type.num_fields))
+    return names
+
+
+def dataset_columns(datasets):
+    """Read the columns of ``datasets["files"]`` and of the same file names in each folder of ``datasets["dir"]``.
+
+    :returns: tuple (columns: name -> list or None, prepared: folder -> {basename -> list}, skipped: str or None).
+    """
+    if not datasets:
+        return {}, {}, None
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        return {}, {}, "pyarrow is not importable on the head (%s)" % exc
+
+    def columns(path):
+        try:
+            return _column_names(pq.read_schema(path))
+        except Exception:  # missing, unreadable or not parquet: the existence check reports it
+            return None
+
+    files = datasets.get("files") or {}
+    found = {name: columns(path) for name, path in sorted(files.items())}
+    prepared = {}
+    root = datasets.get("dir")
+    bases = sorted({os.path.basename(path) for path in files.values()})
+    if root and os.path.isdir(root):
+        for folder in sorted(os.listdir(root)):
+            paths = [os.path.join(root, folder, base) for base in bases]
+            if all(os.path.isfile(path) for path in paths):
+                prepared[folder] = {base: columns(path) for base, path in zip(bases, paths)}
+    return found, prepared, None
+
+
+def start_verl_check(hydra, verl_checks, job_dir, submission_id):
+    """Start the snapshot's start-up checks (a subprocess) so they run while the rest is looked at.
+
+    :returns: a handle for :func:`finish_verl_check`, or None without I(hydra) or I(verl_checks).
+    """
+    if not hydra or not verl_checks:
+        return None
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_verl_rules import start_snapshot_checks
+
+    config_dir, name = hydra["config_dir"], hydra["config_name"]
+    if not os.path.isfile(os.path.join(config_dir, name + ".yaml")):
+        return {"result": {"errors": [], "skipped": "no trainer config %s.yaml" % name, "seconds": {}}, "proc": None,
+                "start": time.time(), "cache": None}
+    return start_snapshot_checks(verl_checks.get("python") or sys.executable, verl_checks["snapshot"], config_dir,
+                                 name, list(hydra.get("overrides") or []), int(verl_checks.get("timeout") or 180),
+                                 cache_dir=verl_checks.get("cache_dir", CACHE_DIR), job_dir=job_dir,
+                                 submission_id=submission_id)
+
+
+def finish_verl_check(handle, hydra):
+    """Wait for the snapshot's checks, run the mirrored trainer checks; return (errors, report)."""
+    if handle is None:
+        return [], None
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_verl_rules import (
+        composed_problems, finish_snapshot_checks, save_snapshot_checks)
+
+    mirrored = (handle.get("result") or {}).get("mirrored")  # kept with a cached result
+    seconds = None
+    if mirrored is None:  # composed here while the snapshot's checks still run
+        start = time.time()
+        mirrored = composed_problems(hydra["config_dir"], hydra["config_name"], list(hydra.get("overrides") or []))
+        seconds = round(time.time() - start, 2)
+    report = finish_snapshot_checks(handle)
+    report["mirrored"] = mirrored
+    if seconds is not None:
+        report.setdefault("seconds", {})["mirrored"] = seconds
+    save_snapshot_checks(handle, report)
+    return list(report.pop("errors", [])) + list(report.pop("mirrored")), report
+
+
 def main():
     """Module entry point."""
     module = AnsibleModule(
@@ -145,6 +280,8 @@ def main():
             resource=dict(type="str", default="worker_node"),
             probe=dict(type="dict"),
             hydra=dict(type="dict"),
+            datasets=dict(type="dict"),
+            verl_checks=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -153,6 +290,12 @@ def main():
                   job_dir_exists=os.path.lexists(params["job_dir"]),
                   probe_found=probe_found(params["probe"]),
                   hydra_errors=hydra_errors(module, params["hydra"]))
+    # verl's own checks only on overrides that compose (else hydra_errors already names the key);
+    # they run in a subprocess while the datasets and Ray are looked at.
+    hydra = params["hydra"] if not result["hydra_errors"] else None
+    verl = start_verl_check(hydra, params["verl_checks"], params["job_dir"], params["submission_id"])
+    columns, prepared, skipped = dataset_columns(params["datasets"])
+    result.update(dataset_columns=columns, prepared_datasets=prepared, dataset_schema_skipped=skipped)
     client_cls, state = import_ray(module)
     headers = use_auth_token(params["auth_token"])
     address = params["address"]
@@ -167,6 +310,8 @@ def main():
     except RuntimeError as exc:
         module.fail_json(msg="Cannot read Ray job %s at %s: %s" % (params["submission_id"], address, exc), **result)
     result["existing_job"] = status_name(details.status) if details is not None else None
+    errors, report = finish_verl_check(verl, hydra)
+    result.update(verl_errors=errors, verl_check=report)
     module.exit_json(**result)
 
 

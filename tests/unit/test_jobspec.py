@@ -13,7 +13,9 @@ with open(os.path.join(ROOT, "inventories/common/all/00-mvp-workloads.yml")) as 
     CATALOG = yaml.safe_load(handle)["mvp_workloads"]
 DEFAULTS = {"shared_root": "/private", "code_id": "verl-0.9.1", "python": "python",
             "worker_resource": "worker_node", "expect_workers": 2, "model": "Qwen2.5-0.5B-Instruct",
-            "address": "http://127.0.0.1:8265"}
+            "address": "http://127.0.0.1:8265",
+            # the shared setting's values (inventories/common/all/00-mvp-jobs.yml)
+            "watchdog": yaml.safe_load(open(os.path.join(ROOT, "inventories/common/all/00-mvp-jobs.yml")))["mvp_watchdog"]}
 
 
 def spec(**request):
@@ -36,7 +38,17 @@ def test_every_workload_runs_on_a_worker_with_the_snapshot_first(workload):
     assert result["job_dir"] == "/private/jobs/job-1"
     words = argv(result["entrypoint"])
     assert words[:3] == ["python", "-u", "/private/common/code/mvp_tools/mvp_entry.py"]
-    assert words[3:6] == ["--log", "/private/jobs/job-1/logs/driver.log", "--"]
+    assert words[3:5] == ["--log", "/private/jobs/job-1/logs/driver.log"]
+    program = words[words.index("--") + 1:]
+    assert program[:2] == ["python", "-u"]
+    # verl trainers are watched (metrics file and limits from the defaults); scripts are not.
+    options = words[5:words.index("--")]
+    if CATALOG[workload].get("module"):
+        assert options[options.index("--watchdog") + 1] == "%g,%g,%g" % (
+            DEFAULTS["watchdog"]["first_step_s"], DEFAULTS["watchdog"]["floor_s"], DEFAULTS["watchdog"]["factor"])
+        assert options[options.index("--metrics") + 1] == "/private/jobs/job-1/logs/metrics.jsonl"
+    else:
+        assert options == []
 
 
 def test_grpo_uses_ppo_entrypoint_with_grpo_estimator_and_group_rollouts():

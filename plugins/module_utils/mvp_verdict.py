@@ -1,0 +1,368 @@
+# -*- coding: utf-8 -*-
+"""The verdict of a training job: did it train, and if not, why (one named cause with its evidence).
+
+Pure Python (standard library only), so the same file serves two places:
+
+* the job tools: ``verl_snapshot`` installs a copy next to ``mvp_entry.py``, whose progress
+  watchdog uses :func:`hang_bound` and which writes ``logs/verdict.json`` with :func:`classify`
+  when the trainer ends (the job decides its own verdict, whether or not a play is waiting);
+* the modules: ``ray_job_info`` writes ``logs/status.json`` with Ray's status and this verdict
+  side by side, classifying itself when the entrypoint could not (its node died).
+
+Inputs come from where Ray and verl put them, never from guesses:
+
+* the driver output (``logs/driver.log``, the entrypoint's copy of the trainer's stdout and stderr);
+* verl's file logger lines ``{"step": N, "data": {...}}`` (``logs/metrics.jsonl``;
+  ``verl/utils/tracking.py`` FileLogger) and the step count verl prints before the first step
+  (``TOTAL_STEPS_RE``);
+* Ray's node table (``ray.util.state.list_nodes``: state, ``state_message``, end time) and actor
+  table (``list_actors``: ``death_cause``), as plain dicts;
+* the watchdog's record (``logs/watchdog.json``).
+
+Causes (the fixed vocabulary, ``CAUSES``): ``node_lost``, ``host_oom``, ``device_oom``,
+``collective`` (NCCL/Gloo timeout or abort), ``hang`` (the watchdog), ``config_rejected``
+(before the first step), ``user_code`` (the reward function), ``stopped`` (by a person),
+``short_training`` (SUCCEEDED with fewer steps than verl planned), ``unknown``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+CAUSES = ("node_lost", "host_oom", "device_oom", "collective", "hang", "config_rejected", "user_code",
+          "stopped", "short_training", "unknown")
+# The step count verl plans: RayPPOTrainer prints "Total training steps: N" once its data loaders
+# exist (verl/trainer/ppo/ray_trainer.py); the FSDP engine of an SFT run prints "Total steps: N,
+# num_warmup_steps: W" when it builds the LR scheduler (verl/workers/engine/fsdp/transformer_impl.py).
+TOTAL_STEPS_RE = re.compile(r"Total training steps: (-?\d+)|Total steps: (-?\d+), num_warmup_steps")
+# A Python traceback frame: File "<path>", line N, in <function>.
+FRAME_RE = re.compile(r'File "([^"]+)", line (\d+)')
+# Patterns per cause, in the order they are tried on the driver output; each names what it reads.
+LOG_PATTERNS = (
+    ("host_oom", re.compile(
+        r"ray\.exceptions\.OutOfMemoryError|node running low on memory|Memory on the node .* was|"
+        r"Out of memory: Kill(ed)? process|oom-kill|OOM killer|Task was killed due to the node running low")),
+    ("device_oom", re.compile(
+        r"CUDA out of memory|torch\.(cuda\.)?OutOfMemoryError|HIP out of memory|NPU out of memory|"
+        r"CUBLAS_STATUS_ALLOC_FAILED")),
+    ("node_lost", re.compile(
+        r"NodeDiedError|RayletDiedError|node (with node id: \S+ )?.*has been marked dead|"
+        r"because its node (has )?died|The node .* has died|"
+        r"owner .* died|ActorDiedError.*(node|raylet)|Node failure|node .* is dead", re.IGNORECASE)),
+    ("collective", re.compile(
+        r"NCCL (error|timeout|WARN.*Timeout)|ncclInternalError|ncclSystemError|ncclRemoteError|"
+        r"Watchdog caught collective operation timeout|ProcessGroupNCCL.*(timeout|abort)|"
+        r"DistBackendError|Gloo.*(timed out|Timed out|Connection closed by peer|Connection reset)|"
+        r"\[\.\./third_party/gloo/.*\] (Timed out|Connection closed)|"
+        r"Connection closed by peer|Socket Timeout|c10d.*(timed out|Timeout)")),
+)
+# Exception names that mean verl (or Hydra, OmegaConf) refused its configuration.
+CONFIG_EXC_RE = re.compile(
+    r"^(\w+\.)*(ValueError|AssertionError|ConfigCompositionException|ConfigAttributeError|ConfigKeyError|"
+    r"MissingMandatoryValue|ValidationError|InterpolationResolutionError|TypeError|KeyError|"
+    r"NotImplementedError|FileNotFoundError|OSError)\b")
+# The line that names an exception: "SomeError: message" (optionally qualified), or its repr
+# "SomeError('message')" as Hydra prints the cause of a failed instantiate.
+EXC_LINE_RE = re.compile(r"^\s*((\w+\.)*\w*(Error|Exception|Exit|Interrupt))((: .*)?$|\()")
+# Hydra's own report of a trainer that could not start: a config node whose _target_ refused its
+# values, or the job's overrides (hydra/_internal/utils.py, instantiate/_instantiate2.py).
+HYDRA_START_RE = re.compile(r"^Error in call to target '|^Error executing job with overrides")
+# Most lines of evidence kept per source.
+MAX_EVIDENCE = 8
+
+
+def read_metrics(text):
+    """Steps logged by verl's file logger.
+
+    :param text: str, content of ``metrics.jsonl`` (one JSON object per line; bad lines are skipped,
+        the last line may be half-written).
+    :returns: list of int, the ``step`` of each line in file order.
+    """
+    steps = []
+    for line in (text or "").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get("step"), int) and not isinstance(row.get("step"), bool):
+            steps.append(row["step"])
+    return steps
+
+
+def planned_steps(log_text):
+    """The step count verl planned (its last line matching ``TOTAL_STEPS_RE``), or None.
+
+    :param log_text: str, driver output.
+    :returns: int or None.
+    """
+    found = TOTAL_STEPS_RE.findall(log_text or "")
+    return int(found[-1][0] or found[-1][1]) if found else None
+
+
+def median(values):
+    """Median of a non-empty list of numbers (float)."""
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return float(ordered[mid]) if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
+
+
+def hang_bound(steps_seen, durations, first_step_s, floor_s, factor):
+    """Seconds without a new step after which the trainer counts as hung.
+
+    :param steps_seen: int, steps logged so far.
+    :param durations: list of float, seconds each step after the first took (the first one also
+        holds model load and engine start, so it is left out).
+    :param first_step_s: float, allowance before the first step (model load, rollout engine start);
+        also the least bound until a second step gives a step time.
+    :param floor_s: float, the least bound once step times are known (seconds).
+    :param factor: float, multiple of the median step time.
+    :returns: (float bound in seconds, str how it was computed).
+    """
+    if not steps_seen:
+        return float(first_step_s), "first-step allowance %gs" % first_step_s
+    if not durations:
+        return float(max(floor_s, first_step_s)), "max(floor %gs, first-step allowance %gs) until step 2" % (
+            floor_s, first_step_s)
+    typical = median(durations)
+    return max(float(floor_s), factor * typical), "max(floor %gs, %g x median step %.1fs)" % (
+        floor_s, factor, typical)
+
+
+def _evidence(lines, name, pattern, limit=MAX_EVIDENCE):
+    """Lines of ``lines`` matching ``pattern`` as evidence dicts {file, line, text} (the last ``limit``).
+
+    The project's own ``MVP_*`` lines (an earlier verdict, the watchdog's notes) are never evidence.
+    """
+    found = [{"file": name, "line": number, "text": text.strip()[:500]}
+             for number, text in enumerate(lines, 1) if pattern.search(text) and not text.startswith("MVP_")]
+    return found[-limit:]
+
+
+def _last_exception(lines, name):
+    """The last line naming an exception in a traceback-bearing output, as evidence, or None."""
+    for number in range(len(lines), 0, -1):
+        text = lines[number - 1]
+        match = EXC_LINE_RE.match(text)
+        if match and not text.startswith("MVP_"):
+            return {"file": name, "line": number, "text": text.strip()[:500]}
+    return None
+
+
+def _user_frames(lines, name, user_files):
+    """Traceback frames in one of ``user_files`` (the reward function), as evidence dicts."""
+    if not user_files:
+        return []
+    out = []
+    for number, text in enumerate(lines, 1):
+        match = FRAME_RE.search(text)
+        if match and match.group(1) in user_files:
+            out.append({"file": name, "line": number, "text": text.strip()[:500]})
+    return out[-MAX_EVIDENCE:]
+
+
+def dead_nodes_during(nodes, start_ms, end_ms=None):
+    """Nodes of Ray's node table that died while the job ran.
+
+    :param nodes: list of dict (``state``, ``node_ip``, ``node_id``, ``node_name``, ``state_message``,
+        ``end_time_ms``) as ``ray.util.state.list_nodes(detail=True)`` returns them.
+    :param start_ms: int, the job's start (ms since the epoch, Ray's ``start_time``).
+    :param end_ms: int or None, the job's end; a node dead up to 60 s after it counts (Ray
+        marks a node DEAD when its health checks fail, which can come after the job ended).
+    :returns: list of dict (the same node dicts).
+    """
+    out = []
+    for node in nodes or []:
+        if str(node.get("state", "")).upper() != "DEAD":
+            continue
+        died = node.get("end_time_ms") or 0
+        if start_ms and died and died < start_ms:
+            continue
+        if end_ms and died and died > end_ms + 60000:
+            continue
+        out.append(node)
+    return out
+
+
+def _node_text(node):
+    """One line naming a dead node: its IP, name, id and Ray's reason."""
+    return "node %s (%s, id %s) DEAD: %s" % (
+        node.get("node_ip") or "?", node.get("node_name") or "?", str(node.get("node_id") or "?")[:12],
+        " ".join(str(node.get("state_message") or "no reason recorded").split())[:300])
+
+
+def _actor_text(actor):
+    """One line naming a dead actor and its death cause (Ray's actor table)."""
+    cause = actor.get("death_cause") or {}
+    return "actor %s (pid %s on %s) DEAD: %s" % (
+        actor.get("class_name") or "?", actor.get("pid") or "?", actor.get("node_ip") or actor.get("node_id") or "?",
+        " ".join(json.dumps(cause, sort_keys=True).split())[:400])
+
+
+def _actor_cause(actor):
+    """The cause an actor's ``death_cause`` names, or None (Ray: oom_context, node died, ...)."""
+    text = json.dumps(actor.get("death_cause") or {})
+    if "oom_context" in text or "OUT_OF_MEMORY" in text or "running low on memory" in text:
+        return "host_oom"
+    if "NODE_DIED" in text or "node_death_info" in text or "its node died" in text.lower():
+        return "node_lost"
+    return None
+
+
+def _steps_text(logged, planned, resumed):
+    """'trained K of N steps' (with the resume point when there is one)."""
+    if planned is None:
+        text = "trained %d steps" % logged
+    else:
+        text = "trained %d of %d steps" % (logged, max(planned - resumed, 0))
+    if resumed and planned is not None and planned <= resumed:
+        return text + ": it resumed at step %d of the %d verl planned, so nothing was left to train" % (
+            resumed, planned)
+    return text + (" after resuming at step %d" % resumed if resumed else "")
+
+
+def classify(status, exit_code=None, message="", log_text="", log_name="logs/driver.log",
+             steps=(), planned=None, resumed=0, watchdog=None, nodes=(), actors=(), start_ms=None,
+             end_ms=None, user_files=(), training=True):
+    """The verdict of one job.
+
+    :param status: str, Ray's job status (PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED).
+    :param exit_code: int or None, the driver's exit code (Ray's ``driver_exit_code``).
+    :param message: str, Ray's job message.
+    :param log_text: str, the driver output (the entrypoint's ``logs/driver.log``).
+    :param log_name: str, how the evidence names that file.
+    :param steps: list of int, the steps verl's file logger wrote (:func:`read_metrics`).
+    :param planned: int or None, the step count the trainer planned; None reads it from ``log_text``
+        (:func:`planned_steps`).
+    :param resumed: int, the checkpoint step the job continued from (0 for a fresh run).
+    :param watchdog: dict or None, the watchdog's record (``hang`` true when it stopped the trainer).
+    :param nodes: list of node dicts (Ray's node table, :func:`dead_nodes_during`).
+    :param actors: list of actor dicts of this job (Ray's actor table with ``death_cause``).
+    :param start_ms: int or None, the job's start (ms); end_ms: its end.
+    :param user_files: list of str, files of the user's code (the reward function) whose frames in a
+        traceback mean the user's code failed.
+    :param training: bool, the workload is a trainer (a script workload only needs to succeed).
+    :returns: dict with ``verdict`` (``trained``, ``succeeded`` for a script, ``failed`` or
+        ``running``), ``cause`` (one of CAUSES, or None), ``summary`` (one line),
+        ``steps`` ({logged, last, planned, resumed}) and ``evidence`` (list of
+        {file, line, text} or {source, text}).
+    """
+    status = str(status or "").upper()
+    lines = (log_text or "").splitlines()
+    if planned is None:
+        planned = planned_steps(log_text)
+    steps = list(steps or [])
+    new_steps = sorted(set(s for s in steps if s > resumed))  # validation repeats a step number
+    last = max(steps) if steps else None
+    record = {"steps": {"logged": len(new_steps), "last": last, "planned": planned, "resumed": resumed},
+              "evidence": []}
+
+    def done(verdict, cause, summary, evidence=()):
+        record.update(verdict=verdict, cause=cause, summary=summary, evidence=list(evidence)[:2 * MAX_EVIDENCE])
+        return record
+
+    if status in ("PENDING", "RUNNING", ""):
+        return done("running", None, "%s, %s so far" % (status or "unknown status", _steps_text(
+            len(new_steps), planned, resumed)))
+    trained = _steps_text(len(new_steps), planned, resumed)
+    if watchdog and watchdog.get("hang"):
+        return done("failed", "hang", watchdog.get("summary") or "no progress: stopped by the watchdog",
+                    [{"file": "logs/watchdog.json", "text": watchdog.get("summary", "")}]
+                    + [{"file": f, "text": "Python stacks"} for f in watchdog.get("stacks") or []])
+    if status == "SUCCEEDED":
+        if not training:
+            return done("succeeded", None, "succeeded")
+        short = not new_steps or (planned is not None and (last or 0) < planned) or (planned is not None
+                                                                                     and planned <= resumed)
+        if short:
+            evidence = [{"file": "logs/metrics.jsonl", "text": "%d step lines, last step %s" % (len(steps), last)}]
+            evidence += _evidence(lines, log_name, TOTAL_STEPS_RE, 2)
+            return done("failed", "short_training", "Ray says SUCCEEDED but the job %s" % trained, evidence)
+        return done("trained", None, trained)
+    if status == "STOPPED":
+        return done("failed", "stopped", "stopped (ray job stop or stop.yml) after it %s" % trained,
+                    [{"source": "ray job", "text": message or "STOPPED"}])
+
+    # FAILED: the most specific evidence wins, in the order of LOG_PATTERNS, then Ray's tables.
+    dead = dead_nodes_during(nodes, start_ms, end_ms)
+    node_evidence = [{"source": "ray list nodes", "text": _node_text(n)} for n in dead]
+    actor_causes = [(a, _actor_cause(a)) for a in actors or []]
+    message_lines = (message or "").splitlines()
+    for cause, pattern in LOG_PATTERNS:
+        found = _evidence(lines, log_name, pattern) + _evidence(message_lines, "ray job message", pattern, 2)
+        from_actors = [{"source": "ray list actors", "text": _actor_text(a)} for a, c in actor_causes if c == cause]
+        if cause == "node_lost" and (dead or found):
+            names = ", ".join(n.get("node_ip") or "?" for n in dead) or "a node"
+            return done("failed", cause, "node lost: %s died while the job ran; it %s" % (names, trained),
+                        node_evidence + from_actors + found)
+        if found or from_actors:
+            what = {"host_oom": "host out of memory", "device_oom": "device (GPU) out of memory",
+                    "collective": "collective operation timed out or aborted (NCCL/Gloo)"}[cause]
+            return done("failed", cause, "%s; it %s" % (what, trained), from_actors + found + node_evidence)
+    exception = _last_exception(lines, log_name)
+    user = _user_frames(lines, log_name, set(user_files or ()))
+    if user:
+        return done("failed", "user_code", "error in user code (%s); it %s" % (
+            user[-1]["text"], trained), user + ([exception] if exception else []))
+    hydra = _evidence(lines, log_name, HYDRA_START_RE, 2)
+    if not new_steps and exception and (hydra or CONFIG_EXC_RE.match(exception["text"])):
+        where = [e["text"] for e in hydra if e["text"].startswith("Error in call")]
+        return done("failed", "config_rejected", "configuration rejected before the first step: %s%s"
+                    % (where[0] + " " if where else "", exception["text"][:300]), hydra + [exception])
+    tail = [(number, text) for number, text in enumerate(lines, 1) if text.strip() and not text.startswith("MVP_")]
+    evidence = [exception] if exception else [
+        {"file": log_name, "line": number, "text": text.strip()[:500]} for number, text in tail[-5:]]
+    if message:
+        evidence.append({"source": "ray job", "text": message[:500]})
+    return done("failed", "unknown", "failed (exit code %s) for a reason not recognised; it %s" % (
+        exit_code, trained), evidence + node_evidence)
+
+
+def _read(path):
+    """A file's text, or "" when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def _read_json(path):
+    """A JSON file's content, or None when it is missing or not JSON."""
+    try:
+        return json.loads(_read(path) or "null")
+    except ValueError:
+        return None
+
+
+def judge_job_dir(job_dir, status, exit_code=None, message="", nodes=(), actors=(), start_ms=None, end_ms=None):
+    """The verdict of the job whose directory is ``job_dir``, from its own files and Ray's tables.
+
+    Reads ``config/job_spec.json`` (a trainer has a ``hydra_config``; its ``reward_fn_path`` is
+    user code; ``resume_from.step`` is where it continued), ``logs/driver.log``, the metrics file
+    the spec names (``metrics_file``) and ``logs/watchdog.json``.
+
+    :param job_dir: str, the job directory (``<shared_root>/jobs/<submission_id>``).
+    :param status: str, Ray's status; the other parameters as :func:`classify`.
+    :returns: dict, :func:`classify`'s record.
+    """
+    spec = _read_json(os.path.join(job_dir, "config", "job_spec.json")) or {}
+    metrics = spec.get("metrics_file") or os.path.join(job_dir, "logs", "metrics.jsonl")
+    resumed = (spec.get("resume_from") or {}).get("step") or 0
+    return classify(status, exit_code=exit_code, message=message,
+                    log_text=_read(os.path.join(job_dir, "logs", "driver.log")),
+                    steps=read_metrics(_read(metrics)), resumed=resumed,
+                    watchdog=_read_json(os.path.join(job_dir, "logs", "watchdog.json")),
+                    nodes=nodes, actors=actors, start_ms=start_ms, end_ms=end_ms,
+                    user_files=[spec["reward_fn_path"]] if spec.get("reward_fn_path") else [],
+                    training=bool(spec.get("hydra_config")) if spec else True)
+
+
+def one_line(record):
+    """The verdict as one line for a play's output: ``trained 8 of 8 steps`` or ``FAILED [cause] ...``."""
+    if not record:
+        return "no verdict"
+    if record.get("verdict") in ("trained", "succeeded", "running"):
+        return record.get("summary") or record["verdict"]
+    return "FAILED [%s] %s" % (record.get("cause"), record.get("summary"))
