@@ -518,12 +518,25 @@ def main():
     parser.add_argument("--only", nargs="*", choices=[c[0] for c in CASES], metavar="CASE",
                         help="run only these case names: %s" % "; ".join(c[0] for c in CASES))
     args = parser.parse_args()
-    cluster = Cluster(args.inventory, args.host_shared)
+    return run_cases(CASES, Cluster(args.inventory, args.host_shared), args.only, "faults")
+
+
+def run_cases(cases, cluster, only, suite, prepare=None):
+    """Run a table of (name, expected, function) cases; print it and return the exit code.
+
+    :param cases: list of (name, expected text, function taking a Case).
+    :param cluster: Cluster.
+    :param only: list of case names to run, or None for all.
+    :param suite: str, the table's name in its closing line.
+    :param prepare: callable(Case) run before each case (to hand it settings), or None.
+    """
     rows, failures = [], 0
-    for name, expected, function in CASES:
-        if args.only and name not in args.only:
+    for name, expected, function in cases:
+        if only and name not in only:
             continue
         case, started = Case(cluster), time.time()
+        if prepare:
+            prepare(case)
         try:
             function(case)
         except Exception as exc:  # pylint: disable=broad-except - a broken step fails its case, not the suite
@@ -537,7 +550,8 @@ def main():
         if not ok:
             for run in case.runs[-2:]:
                 print("--- %s: %s rc=%s\n%s" % (name, run.label, run.rc, run.output[-4000:]), file=sys.stderr)
-    return print_table(("case", "expected", "observed", "result"), rows, "faults", failures)
+    return print_table(("case", "expected", "observed", "result"), rows, suite, failures)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -33,10 +33,8 @@ import re
 import subprocess
 import sys
 import time
-import traceback
 
-from faults import Case, CaseFailed, Cluster
-from suite import print_table
+from faults import CaseFailed, Cluster, run_cases
 
 # Watchdog limits for these runs (-e mvp_watchdog=...): short, so a hang is caught in seconds.
 WATCHDOG = {"first_step_s": 300, "floor_s": 20, "factor": 5}
@@ -286,31 +284,17 @@ def main():
     parser.add_argument("--seconds-out", help="write the measured seconds (fault to verdict) as JSON here")
     parser.add_argument("--finished-sft", help="a finished SFT job to continue in the zero-steps case (else one is run)")
     args = parser.parse_args()
-    cluster = Cluster(args.inventory, args.host_shared)
-    rows, failures, seconds = [], 0, {}
-    for name, expected, function in CASES:
-        if args.only and name not in args.only:
-            continue
-        case, started = Case(cluster), time.time()
+    seconds = {}
+
+    def prepare(case):
         case.seconds = seconds
         case.finished_sft = args.finished_sft
-        try:
-            function(case)
-        except Exception as exc:  # pylint: disable=broad-except - a broken step fails its case, not the suite
-            case.problems.append("%s: %s" % (type(exc).__name__, exc))
-            traceback.print_exc()
-        ok = not case.problems
-        failures += not ok
-        observed = "; ".join(case.notes + (["FAILED: " + " | ".join(case.problems)] if case.problems else []))
-        rows.append((name, expected, observed, "PASS" if ok else "FAIL"))
-        print("[%s] %s (%.0fs)" % ("PASS" if ok else "FAIL", name, time.time() - started), file=sys.stderr, flush=True)
-        if not ok:
-            for run in case.runs[-2:]:
-                print("--- %s: %s rc=%s\n%s" % (name, run.label, run.rc, run.output[-4000:]), file=sys.stderr)
+    code = run_cases(CASES, Cluster(args.inventory, args.host_shared), args.only, "verdicts", prepare)
     if args.seconds_out:
         with open(args.seconds_out, "w", encoding="utf-8") as handle:
             json.dump(seconds, handle, indent=2, sort_keys=True)
-    return print_table(("case", "expected", "observed", "result"), rows, "verdicts", failures)
+    return code
+
 
 
 if __name__ == "__main__":
