@@ -7,7 +7,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults bench bench-train
+.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts bench bench-train
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -45,6 +45,10 @@ reliability: setup engine ## Bad-input table and the catalog's GPU defaults thro
 faults: setup engine ## Fault table against the local cluster: kills, restarts and removes its containers (brings it up first)
 	ansible-playbook site.yml
 	python tests/reliability/faults.py --inventory inventories/local --host-shared /srv/mvp/private
+
+verdicts: setup engine ## Verdict table against the local cluster: real training with faults injected (kills workers)
+	ansible-playbook site.yml
+	python tests/reliability/verdicts.py --inventory inventories/local --host-shared /srv/mvp/private
 
 bench: setup engine ## Benchmarks (bench/run.py); writes bench/results/latest.json
 	python bench/run.py
