@@ -46,15 +46,30 @@ stage_syntax() {
   fi
   return $rc
 }
-stage_molecule() { molecule test --all; }
+# Every scenario runs even when one fails, each timed, so CI says which one failed and
+# where the minutes go; the stage fails when any scenario failed.
+stage_molecule() {
+  local rc=0 scenario start
+  for scenario in $(ls -d molecule/*/molecule.yml | cut -d/ -f2); do
+    start=$SECONDS
+    echo "--- molecule scenario: $scenario ---"
+    if molecule test -s "$scenario"; then
+      echo "--- molecule scenario $scenario: passed in $((SECONDS - start)) s ---"
+    else
+      echo "--- molecule scenario $scenario: FAILED after $((SECONDS - start)) s ---"; rc=1
+    fi
+  done
+  return $rc
+}
 
 for stage in "${stages[@]}"; do
   echo "=== stage: $stage ==="
+  start=$SECONDS
   if "stage_$stage"; then
-    echo "=== stage $stage: passed ==="
+    echo "=== stage $stage: passed in $((SECONDS - start)) s ==="
     passed=$((passed + 1))
   else
-    echo "=== stage $stage: FAILED ==="
+    echo "=== stage $stage: FAILED after $((SECONDS - start)) s ==="
     failed=$((failed + 1))
     failed_names+=("$stage")
   fi
