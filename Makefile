@@ -19,10 +19,16 @@ $(VENV)/.installed: requirements.txt requirements-test.txt
 engine: ## Make a Docker engine answer (installs docker.io and starts dockerd if needed)
 	bash scripts/ensure-docker.sh
 
-demo: setup engine ## Bring up the local cluster, run the self-test job, then train (verl SFT on CPU)
+# The shared storage as the docker host sees it (the local inventory's mvp_host_shared_dir), and
+# the main job's id, so the summary names it (one per make invocation).
+HOST_SHARED ?= /srv/mvp/private
+DEMO_ID := sft-demo-$(shell date -u +%Y%m%d-%H%M%S)
+
+demo: setup engine ## Bring up the local cluster, run the self-test job, then train (verl SFT on CPU) and summarise it
 	ansible-playbook site.yml
 	ansible-playbook submit.yml -e workload=selftest
-	ansible-playbook submit.yml -e workload=sft
+	ansible-playbook submit.yml -e workload=sft -e submission_id=$(DEMO_ID); rc=$$?; \
+	  python scripts/job_summary.py --jobs-dir $(HOST_SHARED)/jobs --submission-id $(DEMO_ID); exit $$rc
 
 cluster: setup engine ## Bring up the local cluster only
 	ansible-playbook site.yml
@@ -30,8 +36,9 @@ cluster: setup engine ## Bring up the local cluster only
 selftest: ## Submit the self-test job to the running cluster
 	ansible-playbook submit.yml -e workload=selftest
 
-sft: ## Submit verl's SFT trainer to the running cluster (real training; CPU on the local inventory)
-	ansible-playbook submit.yml -e workload=sft
+sft: ## Submit verl's SFT trainer to the running cluster (real training; CPU on the local inventory) and summarise it
+	ansible-playbook submit.yml -e workload=sft -e submission_id=$(DEMO_ID); rc=$$?; \
+	  python scripts/job_summary.py --jobs-dir $(HOST_SHARED)/jobs --submission-id $(DEMO_ID); exit $$rc
 
 down: setup ## Stop Ray and remove the local containers (keeps /srv/mvp/private)
 	ansible-playbook down.yml

@@ -12,5 +12,5 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 for sub in ("collections", "plugins/modules", "plugins/filter", "plugins/module_utils",
-            "roles/verl_snapshot/files/job_tools"):
+            "roles/job_tools/files"):
     sys.path.insert(0, os.path.join(ROOT, sub))

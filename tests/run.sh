@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/run.sh [stage...]: run the test stages (default: all) and fail if any fails.
-# Stages: unit (pytest), lint (yamllint, ansible-lint production profile),
+# Stages: unit (pytest), lint (yamllint, ansible-lint production profile, antsibull-docs and
+# antsibull-changelog lint),
 # sanity (ansible-test sanity on the collection's plugins, scripts/sanity.sh),
 # syntax (--syntax-check of every playbook with every inventory),
 # molecule (full-stack scenarios with real containers and a real Ray cluster).
@@ -15,18 +16,37 @@ failed=0
 failed_names=()
 
 stage_unit() { python -m pytest -q tests/unit; }
-stage_lint() { yamllint --strict . && ansible-lint --profile production; }
+# The collection's documentation (modules, filters, roles' argument specs: schema, markup,
+# references) with antsibull-docs, beside ansible-lint so the stage takes no longer; then the
+# changelog fragments and the release file with antsibull-changelog.
+stage_lint() {
+  local rc=0 docs_log docs_pid
+  docs_log=$(mktemp)
+  antsibull-docs lint-collection-docs --plugin-docs . >"$docs_log" 2>&1 &
+  docs_pid=$!
+  yamllint --strict . && ansible-lint --profile production || rc=1
+  if wait "$docs_pid"; then
+    echo "antsibull-docs lint-collection-docs --plugin-docs .: ok"
+  else
+    echo "antsibull-docs lint-collection-docs --plugin-docs .: FAILED"; rc=1
+  fi
+  cat "$docs_log"; rm -f "$docs_log"
+  antsibull-changelog lint && antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml || rc=1
+  return $rc
+}
 stage_sanity() { bash scripts/sanity.sh; }
 stage_syntax() {
-  local rc=0 inv pb
+  local rc=0 inv pbs
+  # Every playbook with every inventory, one ansible-playbook run per inventory (the unit stage's
+  # test_collection checks the installed copy the same way).
+  pbs=$(ls *.yml playbooks/*.yml | grep -vx galaxy.yml)
   for inv in inventories/local inventories/dev inventories/prod; do
-    for pb in $(ls *.yml playbooks/*.yml | grep -vx galaxy.yml); do
-      if ansible-playbook --syntax-check -i "$inv" "$pb" >/dev/null 2>/tmp/mvp-syntax.err; then
-        echo "syntax ok: $pb with $inv"
-      else
-        echo "syntax FAILED: $pb with $inv"; cat /tmp/mvp-syntax.err; rc=1
-      fi
-    done
+    # shellcheck disable=SC2086
+    if ansible-playbook --syntax-check -i "$inv" $pbs >/dev/null 2>/tmp/mvp-syntax.err; then
+      echo "syntax ok: $(echo $pbs | wc -w) playbooks with $inv"
+    else
+      echo "syntax FAILED with $inv"; cat /tmp/mvp-syntax.err; rc=1
+    fi
   done
   # The dev inventory's image and container plan in check mode, with this machine standing
   # in for h1 and a base image it does not have (check mode pulls and builds nothing, so the
@@ -37,7 +57,7 @@ stage_syntax() {
       -e mvp_docker_network=mvp-devcheck-net -e "mvp_node_image_base=$base" >/tmp/mvp-devcheck.log 2>&1 \
       && grep -Eq "mvp-verl-gpu:[0-9a-f]{12} would be built FROM $base" /tmp/mvp-devcheck.log \
       && [ "$(grep -Ec "image: mvp-verl-gpu:[0-9a-f]{12}$" /tmp/mvp-devcheck.log)" = 3 ] \
-      && grep -q "'4'" /tmp/mvp-devcheck.log \
+      && [ "$(grep -A4 -- 'device_ids:' /tmp/mvp-devcheck.log | grep -Eo "'[0-9]+'" | tr -d "'\n")" = 01234567 ] \
       && [ "$(grep -c 'shm_size: 16g' /tmp/mvp-devcheck.log)" = 3 ] \
       && [ "$(grep -c -- '- memlock:-1:-1' /tmp/mvp-devcheck.log)" = 3 ]; then
     echo "check mode ok: dev plan (GPU image from its recipe; GPU device requests, 16g /dev/shm and memlock on all 3 nodes)"

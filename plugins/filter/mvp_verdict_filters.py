@@ -9,7 +9,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import one_lin
 def mvp_verdict_line(record):
     """The verdict as one line: ``trained 8 of 8 steps`` or ``FAILED [node_lost] node lost: ...``.
 
-    :param record: dict, the ``verdict`` returned by ``ray_job_info`` (or None).
+    :param record: dict, the ``verdict`` returned by ``ray_job_record`` (or None).
     :returns: str (``no verdict`` for None or an empty record).
     """
     return one_line(record or None)

@@ -47,7 +47,7 @@ Group selections (``model_engine=megatron``), deletions (``~key``) and
 come from a compose with only the job's group selections, so a key of the
 selected engine (``actor_rollout_ref.actor.megatron.*``) has its own default.
 
-The rule was fitted to verl's own launch scripts: ``tests/unit/test_verl_examples.py``
+The rule was fitted to verl's own launch scripts: ``tests/unit/plugins/module_utils/test_mvp_hydra_verl_examples.py``
 checks every ``-m verl.trainer.*`` call of verl's ``examples/``
 (``tests/data/verl_examples_0.9.1.json``) against the verl 0.9.1 wheel.
 Needs Python 3.9+ (``ast.unparse``).
@@ -58,6 +58,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import re
 
 # annotation names -> kinds (the last dotted component is looked at: typing.Optional, omegaconf.DictConfig)
 _SCALARS = {"int": "int", "float": "float", "str": "str", "bool": "bool", "bytes": "str"}
@@ -354,7 +355,37 @@ def _snapshot_root(config_dir):
     return root if os.path.isdir(os.path.join(root, "verl")) else None
 
 
-def validate_overrides(config_dir, config_name, overrides):
+# Keys whose values a saved config never shows: the last name of the key is, or ends in _, one of
+# these words (case-insensitive): hf_token, wandb_api_key, password - not tokenizer or max_tokens.
+SECRET_KEY_RE = re.compile(r"(^|_)(token|secret|password|passwd|api_?key|credentials?)$", re.IGNORECASE)
+REDACTED = "<redacted>"
+
+
+def redact(value, key=""):
+    """A copy of a plain config (dicts, lists, scalars) with the values of secret-like keys replaced by REDACTED.
+
+    :param value: the config as plain Python (``OmegaConf.to_container(cfg, resolve=False)``).
+    :param key: str, the key of ``value`` in its parent (for the recursion).
+    """
+    if key and SECRET_KEY_RE.search(key) and not isinstance(value, (dict, list)):
+        return REDACTED if value not in (None, "") else value
+    if isinstance(value, dict):
+        return {k: redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def config_yaml(config):
+    """The composed config as YAML text: interpolations kept as ``${...}``, secret-like values redacted (str)."""
+    import yaml
+    from omegaconf import OmegaConf
+
+    plain = redact(OmegaConf.to_container(config, resolve=False))
+    return yaml.safe_dump(plain, default_flow_style=False, sort_keys=False)
+
+
+def validate_overrides(config_dir, config_name, overrides, composed_out=None):
     """Compose ``overrides`` against ``config_dir/config_name.yaml`` and check the value types.
 
     :param config_dir: str, absolute path of the snapshot's ``verl/trainer/config``. The
@@ -362,6 +393,9 @@ def validate_overrides(config_dir, config_name, overrides):
         them only the YAML-default rule applies.
     :param config_name: str, config name without ``.yaml`` (``ppo_trainer``, ``sft_trainer_engine``).
     :param overrides: list of str, Hydra ``key=value`` overrides as the entrypoint passes them.
+    :param composed_out: dict or None; when given and the overrides compose, its ``yaml`` is set to
+        the composed config as YAML (:func:`config_yaml`: what the job will run with, before verl's
+        own defaults in code).
     :returns: list of str errors, empty when the overrides compose and every value fits.
         A compose failure (unknown key, missing group option, syntax) is returned as the one
         error, Hydra's first message line, which names the key. A type error reads
@@ -378,6 +412,8 @@ def validate_overrides(config_dir, config_name, overrides):
         parsed = OverridesParser.create().parse_overrides(overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         return [str(exc).splitlines()[0]]
+    if composed_out is not None:
+        composed_out["yaml"] = config_yaml(composed)
     groups = tuple(o.input_line for o in parsed
                    if not o.is_delete() and (_is_group(config_dir, o) or o.key_or_group.startswith("hydra.")))
     try:

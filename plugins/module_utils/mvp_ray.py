@@ -379,7 +379,7 @@ def connect(module):
 
 
 class JobModule(object):
-    """What ray_job and ray_job_info share: one submission id on one cluster.
+    """What ray_job, ray_job_info and ray_job_record share: one submission id on one cluster.
 
     :param module: AnsibleModule with the mvp.ray.connection options and ``submission_id``.
     Attributes: ``module``, ``params``, ``client`` (JobSubmissionClient), ``state_api``

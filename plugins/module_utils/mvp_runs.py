@@ -7,7 +7,7 @@ by the tests. Pure file reading, no Ray: the job directory outlives the cluster.
 Formats read, all written by this project or by verl into the job directory:
 
 - ``config/job_spec.json``: the job spec (``mvp_job_spec`` filter), written once at submit.
-- ``logs/status.json``: Ray's last known state of the job (``ray_job`` ``status_dest``):
+- ``logs/status.json``: Ray's last known state of the job (``ray_job_record``):
   ``{"submission_id", "status", "message", "start_time", "end_time"}`` (times in ms
   since the epoch, as Ray's JobDetails).
 - ``logs/metrics.jsonl``: verl's file logger (``verl/utils/tracking.py`` FileLogger),
@@ -18,6 +18,13 @@ Formats read, all written by this project or by verl into the job directory:
   ``latest_checkpointed_iteration.txt`` (``verl/utils/checkpoint``); sharded files are
   named ``*_world_size_<W>_rank_<R>.pt``, directly in the step folder (SFT) or in
   ``actor/`` / ``critic/`` below it (main_ppo).
+- ``config/resolved_config.yaml``: the trainer's effective configuration, composed on the
+  head at submission (the snapshot's Hydra config plus every override; interpolations kept
+  as ``${...}``, secret-like values ``<redacted>``). Scripts and older jobs have none.
+
+``compare_runs`` reads what differs between runs for report.yml: their effective
+configurations and, when their code snapshots differ, the snapshots' files
+(``<code_path>/MANIFEST.json``, ``mvp_snapshot``); the comparison itself is ``mvp_report``'s.
 """
 
 from __future__ import annotations
@@ -27,11 +34,26 @@ import math
 import os
 import re
 
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_report import (
+    DIFF_MAX_BYTES, DIFF_MAX_LINES, code_diff, config_diff, default_files, flatten_config)
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_snapshot import read_manifest
+
 STEP_DIR_RE = re.compile(r"^global_step_(\d+)$")
 WORLD_SIZE_RE = re.compile(r"_world_size_(\d+)_rank_\d+")
-SPEC_FILE = "config/job_spec.json"
-STATUS_FILE = "logs/status.json"
-METRICS_FILE = "logs/metrics.jsonl"
+SPEC_FILE = FILES["job_spec"]
+STATUS_FILE = FILES["status"]
+METRICS_FILE = FILES["metrics"]
+RESOLVED_CONFIG_FILE = FILES["resolved_config"]
+# The snapshot's Hydra configs, where a default comes from.
+CONFIG_SUBDIR = "verl/trainer/config"
+# YAML 1.2 floats without a dot (1e-6): OmegaConf, and so Hydra and verl, read them as floats; PyYAML does not.
+_FLOAT_RE = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                           |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                           |\.[0-9_]+(?:[eE][-+][0-9]+)?
+                           |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+                           |[-+]?\.(?:inf|Inf|INF)
+                           |\.(?:nan|NaN|NAN))$""", re.X)
 
 
 def _read_json(path):
@@ -165,7 +187,7 @@ def read_run(job_dir, keys=None, with_series=True):
         "last_step": metrics["last_step"],
         "bad_lines": metrics["bad_lines"],
         "last": {key: points[-1][1] for key, points in metrics["series"].items()},
-        "checkpoint": latest_checkpoint(os.path.join(job_dir, "checkpoints")),
+        "checkpoint": latest_checkpoint(os.path.join(job_dir, FILES["checkpoints"])),
         "resume_from": spec_dict.get("resume_from"),
         "repeat": spec_dict.get("repeat"),
     }
@@ -190,3 +212,159 @@ def list_job_dirs(jobs_dir):
         except OSError:
             continue
     return sorted(found, key=lambda item: (-item[1], item[0]))
+
+
+def read_yaml(path):
+    """Parse a YAML file as Hydra does (``1e-6`` is a float).
+
+    :returns: tuple (value, error): (parsed value, None), or (None, error text) when the file is
+        missing (``missing``), unreadable or not YAML.
+    """
+    import yaml
+
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # pylint: disable=too-many-ancestors
+        """SafeLoader (libyaml's parser when PyYAML has it) plus OmegaConf's float rule."""
+
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_RE, list("-+0123456789."))
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.load(handle, Loader=Loader), None  # nosec B506 - a SafeLoader subclass
+    except FileNotFoundError:
+        return None, "missing"
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return None, ("%s" % exc).splitlines()[0]
+
+
+def read_resolved_config(job_dir):
+    """A job's effective configuration (``config/resolved_config.yaml``).
+
+    :returns: tuple (mapping or None, error or None): (None, "missing") for a job without one
+        (a script, or a job from before the file was kept).
+    """
+    value, error = read_yaml(os.path.join(job_dir, RESOLVED_CONFIG_FILE))
+    if error is None and not isinstance(value, dict):
+        return None, "not a mapping"
+    return value, error
+
+
+def snapshot_config_files(code_path):
+    """Every Hydra config file of a snapshot, flattened: ``{"verl/trainer/config/<file>.yaml": {path: value}}``.
+
+    Unreadable files are left out.
+    """
+    root = os.path.join(code_path, CONFIG_SUBDIR)
+    files = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in sorted(filenames):
+            if name.endswith((".yaml", ".yml")):
+                value, error = read_yaml(os.path.join(dirpath, name))
+                if error is None:
+                    rel = os.path.relpath(os.path.join(dirpath, name), code_path).replace(os.sep, "/")
+                    files[rel] = flatten_config(value)
+    return files
+
+
+def snapshot_reader(code_path):
+    """A callable: a snapshot-relative path (``verl/...``) -> the file's bytes (OSError when unreadable
+    or outside the snapshot)."""
+
+    def read(rel):
+        if os.path.isabs(rel) or os.path.normpath(rel).split(os.sep)[0] == "..":
+            raise OSError("%s is outside the snapshot" % rel)
+        with open(os.path.join(code_path, rel), "rb") as handle:
+            return handle.read()
+
+    return read
+
+
+def compare_runs(runs, baseline_id=None, max_lines=DIFF_MAX_LINES, max_bytes=DIFF_MAX_BYTES):
+    """What differs between runs: their effective configurations and their code snapshots.
+
+    :param runs: list of runs (``read_run``), in report order.
+    :param baseline_id: str or None (the first run); an id that is not a run counts as None.
+    :param max_lines: int, lines of the inline code diff.
+    :param max_bytes: int, its bytes.
+    :returns: tuple (config_diff, code_diff summary, full diff text):
+        config_diff of ``mvp_report.config_diff`` plus ``errors`` ({id: why its
+        resolved_config.yaml could not be read}, a missing file is not an error); a default's
+        file is looked up in that run's snapshot, preferring files that differ from the
+        baseline's snapshot. code_diff of ``mvp_report.code_diff``, one pair per snapshot
+        (``spec.code_path``) other than the baseline's, plus ``baseline``,
+        ``baseline_code_id`` and ``records`` ({code_id: ``recorded`` (MANIFEST.json) or
+        ``computed`` (hashed now, a snapshot older than manifests)}). The full diff text is
+        empty when the snapshots hold the same files.
+    """
+    if not runs:
+        configs, (summary, full) = config_diff([]), code_diff([])
+        configs["errors"] = {}
+        summary.update(baseline=None, baseline_code_id=None, records={})
+        return configs, summary, full
+    base = next((r for r in runs if r["submission_id"] == baseline_id), runs[0])
+
+    def code_path_of(run):
+        spec = run.get("spec") if isinstance(run.get("spec"), dict) else {}
+        return spec.get("code_path")
+
+    def code_id_of(path):
+        return os.path.basename(os.path.normpath(path)) if path else None
+
+    records, manifests = {}, {}
+
+    def manifest_of(path):
+        if path not in manifests:
+            manifests[path] = read_manifest(path)
+            if manifests[path][0] is not None:
+                records[code_id_of(path)] = manifests[path][1]
+        return manifests[path]
+
+    base_path = code_path_of(base)
+    groups = {}
+    for run in runs:
+        groups.setdefault(code_path_of(run), []).append(run["submission_id"])
+    pairs = []
+    for path, ids in groups.items():
+        if path == base_path:
+            continue
+        pair = {"from": code_id_of(base_path), "to": code_id_of(path), "runs": ids, "old": None, "new": None,
+                "read_old": snapshot_reader(base_path or ""), "read_new": snapshot_reader(path or ""), "error": None,
+                "path": path}
+        if not base_path or not path:
+            pair["error"] = "no code_path in the job spec of %s" % (base["submission_id"] if not base_path else ids[0])
+        else:
+            (pair["old"], how_old), (pair["new"], how_new) = manifest_of(base_path), manifest_of(path)
+            if pair["old"] is None or pair["new"] is None:
+                pair["error"] = how_old if pair["old"] is None else how_new
+        pairs.append(pair)
+    summary, full = code_diff(pairs, max_lines, max_bytes)
+    summary.update(baseline=base["submission_id"], baseline_code_id=code_id_of(base_path), records=records)
+
+    # Files that differ from the baseline's snapshot, per snapshot: where a changed default is found first.
+    changed = {}
+    for pair, entry in zip(pairs, summary["pairs"]):
+        names = {r["path"] for kind in ("changed", "added", "removed") for r in entry[kind]}
+        changed.setdefault(pair["path"], set()).update(names)
+        changed.setdefault(base_path, set()).update(names)
+    config_files = {}
+    paths = {run["submission_id"]: code_path_of(run) for run in runs}
+
+    def locate(rid, key_path, value):
+        path = paths.get(rid)
+        if not path:
+            return []
+        if path not in config_files:
+            config_files[path] = snapshot_config_files(path)
+        return default_files(key_path, value, config_files[path], changed.get(path, ()))
+
+    entries, errors = [], {}
+    for run in runs:
+        config, error = read_resolved_config(run["job_dir"])
+        if error and error != "missing":
+            errors[run["submission_id"]] = error
+        spec = run.get("spec") if isinstance(run.get("spec"), dict) else {}
+        entries.append({"submission_id": run["submission_id"], "config": config,
+                        "override_sources": spec.get("override_sources") or {},
+                        "code_id": spec.get("code_id") or code_id_of(paths[run["submission_id"]])})
+    configs = config_diff(entries, locate)
+    configs["errors"] = errors
+    return configs, summary, full

@@ -6,7 +6,7 @@ Pure Python (standard library only), so the same file serves two places:
 * the job tools: ``verl_snapshot`` installs a copy next to ``mvp_entry.py``, whose progress
   watchdog uses :func:`hang_bound` and which writes ``logs/verdict.json`` with :func:`classify`
   when the trainer ends (the job decides its own verdict, whether or not a play is waiting);
-* the modules: ``ray_job_info`` writes ``logs/status.json`` with Ray's status and this verdict
+* the modules: ``ray_job_record`` writes ``logs/status.json`` with Ray's status and this verdict
   side by side, classifying itself when the entrypoint could not (its node died).
 
 Inputs come from where Ray and verl put them, never from guesses:
@@ -30,6 +30,11 @@ from __future__ import annotations
 import json
 import os
 import re
+
+try:
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES
+except ImportError:  # the job tools' copy: verl_snapshot installs mvp_job.py beside this file
+    from mvp_job import FILES  # pylint: disable=import-error
 
 CAUSES = ("node_lost", "host_oom", "device_oom", "collective", "hang", "config_rejected", "user_code",
           "stopped", "short_training", "unknown")
@@ -222,7 +227,7 @@ def _steps_text(logged, planned, resumed):
     return text + (" after resuming at step %d" % resumed if resumed else "")
 
 
-def classify(status, exit_code=None, message="", log_text="", log_name="logs/driver.log",
+def classify(status, exit_code=None, message="", log_text="", log_name=FILES["driver_log"],
              steps=(), planned=None, resumed=0, watchdog=None, nodes=(), actors=(), start_ms=None,
              end_ms=None, user_files=(), training=True):
     """The verdict of one job.
@@ -268,7 +273,7 @@ def classify(status, exit_code=None, message="", log_text="", log_name="logs/dri
     trained = _steps_text(len(new_steps), planned, resumed)
     if watchdog and watchdog.get("hang"):
         return done("failed", "hang", watchdog.get("summary") or "no progress: stopped by the watchdog",
-                    [{"file": "logs/watchdog.json", "text": watchdog.get("summary", "")}]
+                    [{"file": FILES["watchdog"], "text": watchdog.get("summary", "")}]
                     + [{"file": f, "text": "Python stacks"} for f in watchdog.get("stacks") or []])
     if status == "SUCCEEDED":
         if not training:
@@ -276,7 +281,7 @@ def classify(status, exit_code=None, message="", log_text="", log_name="logs/dri
         short = not new_steps or (planned is not None and (last or 0) < planned) or (planned is not None
                                                                                      and planned <= resumed)
         if short:
-            evidence = [{"file": "logs/metrics.jsonl", "text": "%d step lines, last step %s" % (len(steps), last)}]
+            evidence = [{"file": FILES["metrics"], "text": "%d step lines, last step %s" % (len(steps), last)}]
             evidence += _evidence(lines, log_name, TOTAL_STEPS_RE, 2)
             return done("failed", "short_training", "Ray says SUCCEEDED but the job %s" % trained, evidence)
         return done("trained", None, trained)
@@ -347,13 +352,13 @@ def judge_job_dir(job_dir, status, exit_code=None, message="", nodes=(), actors=
     :param status: str, Ray's status; the other parameters as :func:`classify`.
     :returns: dict, :func:`classify`'s record.
     """
-    spec = _read_json(os.path.join(job_dir, "config", "job_spec.json")) or {}
-    metrics = spec.get("metrics_file") or os.path.join(job_dir, "logs", "metrics.jsonl")
+    spec = _read_json(os.path.join(job_dir, FILES["job_spec"])) or {}
+    metrics = spec.get("metrics_file") or os.path.join(job_dir, FILES["metrics"])
     resumed = (spec.get("resume_from") or {}).get("step") or 0
     return classify(status, exit_code=exit_code, message=message,
-                    log_text=_read(os.path.join(job_dir, "logs", "driver.log")),
+                    log_text=_read(os.path.join(job_dir, FILES["driver_log"])),
                     steps=read_metrics(_read(metrics)), resumed=resumed,
-                    watchdog=_read_json(os.path.join(job_dir, "logs", "watchdog.json")),
+                    watchdog=_read_json(os.path.join(job_dir, FILES["watchdog"])),
                     nodes=nodes, actors=actors, start_ms=start_ms, end_ms=end_ms,
                     user_files=[spec["reward_fn_path"]] if spec.get("reward_fn_path") else [],
                     training=bool(spec.get("hydra_config")) if spec else True)

@@ -24,12 +24,14 @@ options:
     type: path
     required: true
   subdirs:
-    description: Folders created inside I(path).
+    description: Folders created inside I(path) (the job contract's folders, module_utils C(mvp_job.SUBDIRS)).
     type: list
     elements: str
     default: [config, logs, checkpoints, debug]
   files:
-    description: Mapping of a path relative to I(path) -> text content (e.g. C(config/job_spec.json)).
+    description:
+      - Mapping of a path inside I(path) -> text content; relative to I(path) (e.g. C(config/job_spec.json))
+        or absolute (the job spec's C(paths), e.g. C(/private/jobs/<id>/config/job_spec.json)).
     type: dict
     default: {}
   shared_files:
@@ -68,8 +70,15 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_tex
 
 
 def safe_join(root, rel):
-    """Join ``rel`` under ``root``; raise ValueError for an absolute path or one leaving ``root``."""
-    if os.path.isabs(rel) or ".." in rel.replace("\\", "/").split("/"):
+    """Join ``rel`` under ``root``; raise ValueError for a path leaving ``root``.
+
+    ``rel`` is relative to ``root``, or absolute inside it (the job spec's ``paths``).
+    """
+    if os.path.isabs(rel):
+        if not os.path.normpath(rel).startswith(os.path.normpath(root) + os.sep):
+            raise ValueError("%r must be a path inside %s" % (rel, root))
+        rel = os.path.relpath(os.path.normpath(rel), os.path.normpath(root))
+    if ".." in rel.replace("\\", "/").split("/"):
         raise ValueError("%r must be a path inside %s" % (rel, root))
     return os.path.join(root, rel)
 

@@ -16,10 +16,8 @@ description:
     progress - PENDING past I(pending_timeout), or a placement group of it PENDING past
     I(pg_pending_timeout) - makes the module fail with C(stalled=true) and a message naming
     what nobody offers; the module never stops a job (the caller decides, with M(mvp.ray.ray_job)).
-  - Saves copies the job directory keeps after Ray forgets the job - the driver log
-    (I(log_dest)) and the status (I(status_dest)) - written to a temporary name, then renamed,
-    once the job is terminal or, without I(wait), whenever the module runs. Nothing else changes.
-  - Check mode reads but writes no file.
+  - Changes nothing and writes no file (an C(_info) module); saving the driver log, the status and
+    the verdict into the job directory is M(mvp.ray.ray_job_record).
 version_added: 0.1.0
 extends_documentation_fragment:
   - mvp.ray.connection
@@ -56,25 +54,6 @@ options:
     description: Seconds between status polls.
     type: float
     default: 1.0
-  log_dest:
-    description: File to save the driver log to (C(get_job_logs)).
-    type: path
-  status_dest:
-    description:
-      - File to save the job's status to, as JSON with C(submission_id), C(status), C(message),
-        C(start_time), C(end_time) (ms since the epoch), C(driver_exit_code) and C(recorded_at)
-        (s since the epoch); written whenever I(log_dest) would be.
-    type: path
-  job_dir:
-    description:
-      - The job's directory. With I(status_dest), the status file also gets the project's verdict
-        beside Ray's status (module_utils C(mvp_verdict.judge_job_dir)) - C(verdict) (C(trained),
-        C(succeeded), C(failed), C(running)), C(cause) (C(node_lost), C(host_oom), C(device_oom),
-        C(collective), C(hang), C(config_rejected), C(user_code), C(stopped), C(short_training),
-        C(unknown)), C(summary), C(evidence) and C(steps) - read from the job's own files
-        (C(config/job_spec.json), C(logs/driver.log), the metrics file, C(logs/watchdog.json)) and
-        Ray's node and actor tables now.
-    type: path
   worker_resource:
     description: Custom resource that marks worker nodes (for C(placement.worker_ips)).
     type: str
@@ -83,14 +62,12 @@ author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""
-- name: Wait | Wait for the end and save the driver log and the status
+- name: Wait | Wait for the end (stalled placement groups fail the task after 600 s)
   mvp.ray.ray_job_info:
     submission_id: selftest-20261121-120000-1a2b3c
     address: "{{ mvp_ray_jobs_address }}"
     wait: terminal
     pg_pending_timeout: 600
-    log_dest: /private/jobs/selftest-20261121-120000-1a2b3c/logs/ray_driver.log
-    status_dest: /private/jobs/selftest-20261121-120000-1a2b3c/logs/status.json
   register: final
 
 - name: Status | Read a job
@@ -129,32 +106,13 @@ stalled_placement_groups:
   type: list
   elements: dict
   returned: when a placement group stalled past I(pg_pending_timeout)
-verdict:
-  description: >-
-    The project's verdict (with I(job_dir) and I(status_dest), once the job is terminal or without I(wait)) -
-    verdict, cause, summary (one line), evidence (list of {file, line, text} or {source, text}), steps
-    ({logged, last, planned, resumed}); also written into the status file.
-  type: dict
-  returned: when judged
-log_dest:
-  description: Path of the saved driver log.
-  type: str
-  returned: when written
-log_error:
-  description: Why Ray could not return the driver log (for example its node died); the file then says so.
-  type: str
-  returned: when fetching the log failed
 """
 
-import json
-import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import judge_job_dir
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, bundle_shapes, list_job_actors, list_nodes,
+    CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, bundle_shapes, list_nodes,
     list_pending_placement_groups, pending_message, placement, stalled_message,
     stalled_placement_groups, status_name)
 
@@ -216,60 +174,8 @@ class RayJobInfo(JobModule):
             job = self.info()
         return job
 
-    def save(self, job, result):
-        """Save the driver log and the status to their files (atomic writes)."""
-        if self.module.check_mode:
-            return
-        if self.params["log_dest"]:
-            try:
-                logs = self.client.get_job_logs(self.params["submission_id"])
-            except Exception as exc:  # the driver's node (and its log agent) may be gone
-                result["log_error"] = str(exc).splitlines()[0]
-                logs = ("# Ray could not return the driver log of %s (%s).\n# The copy written by the "
-                        "entrypoint is logs/driver.log.\n" % (self.params["submission_id"], result["log_error"]))
-            write_text_atomic(self.params["log_dest"], logs)
-            result.update(log_dest=self.params["log_dest"], changed=True)
-        if self.params["status_dest"]:
-            keys = ("submission_id", "message", "start_time", "end_time", "driver_exit_code")
-            record = {key: job.get(key) for key in keys}
-            record.update(status=status_name(job.get("status")), recorded_at=round(time.time(), 3))
-            if self.params["job_dir"]:
-                result["verdict"] = self.judge(job)
-                record.update(result["verdict"])
-            write_text_atomic(self.params["status_dest"], json.dumps(record, indent=4, sort_keys=True) + "\n")
-            result["changed"] = True
-
-    def judge(self, job):
-        """The verdict of the job (mvp_verdict.judge_job_dir) with Ray's node and actor tables read now.
-
-        The entrypoint's own verdict (``logs/verdict.json``, written beside the trainer) is the same
-        rules on the same files; this one sees Ray's tables later, so a node declared DEAD after the
-        trainer ended still names the cause. The files the entrypoint saved are kept.
-        """
-        job_dir = self.params["job_dir"]
-        nodes, actors = [], []
-        try:
-            nodes = list_nodes(self.state_api, self.params["address"], detail=True)
-            if job.get("job_id"):
-                actors = list_job_actors(self.state_api, self.params["address"], job["job_id"], nodes)
-        except Exception:  # the state API is best effort: the job's files still decide
-            pass
-        record = judge_job_dir(job_dir, status_name(job.get("status")), exit_code=job.get("driver_exit_code"),
-                               message=job.get("message") or "", nodes=nodes,
-                               actors=[a for a in actors if str(a.get("state")).upper() == "DEAD"],
-                               start_ms=job.get("start_time"), end_ms=job.get("end_time"))
-        try:
-            with open(os.path.join(job_dir, "logs", "verdict.json"), encoding="utf-8") as handle:
-                own = json.load(handle)
-            record["worker_error_files"] = own.get("worker_error_files") or []
-            if own.get("cause") != record.get("cause"):
-                record["entrypoint_verdict"] = {"cause": own.get("cause"), "summary": own.get("summary")}
-        except (OSError, ValueError):
-            pass
-        return record
-
     def run(self):
-        """Read (and wait), save the copies and exit the module."""
+        """Read (and wait) and exit the module."""
         job = self.info()
         result = {"changed": False}
         if job is None:
@@ -278,8 +184,6 @@ class RayJobInfo(JobModule):
             job = self.wait_terminal(job)
         else:
             self.check_placement_groups(job, {})
-        if self.params["wait"] == "none" or status_name(job.get("status")) in TERMINAL_STATUSES:
-            self.save(job, result)
         where = placement(self.state_api, self.params["address"], job, self.params["worker_resource"])
         if where:
             result["placement"] = where
@@ -298,9 +202,6 @@ def main():
             pg_pending_timeout=dict(type="int", default=0),
             pg_check_interval=dict(type="float", default=5.0),
             poll_interval=dict(type="float", default=1.0),
-            log_dest=dict(type="path"),
-            status_dest=dict(type="path"),
-            job_dir=dict(type="path"),
             worker_resource=dict(type="str", default="worker_node"),
         ),
         supports_check_mode=True,

@@ -17,7 +17,13 @@ description:
     recorded status is used.
   - Selects runs by id (I(submission_ids)), or the newest I(last) of a workload or of a
     repeat group; runs a selected run resumed from are returned in C(parents).
-  - Read only; runs on a node that mounts the shared storage (the head).
+  - With I(compare), also says what differs between the selected runs (report.yml) -
+    their effective configurations (C(config/resolved_config.yaml)) key by key with where
+    each value came from, and when their code snapshots (the specs' C(code_path)) differ,
+    the files that differ (from the snapshots' C(MANIFEST.json), computed for older
+    snapshots) with a unified diff of the changed text files capped at I(diff_max_lines)
+    and I(diff_max_bytes). The full diff goes to I(diff_file).
+  - Read only, except I(diff_file); runs on a node that mounts the shared storage (the head).
 options:
   jobs_dir:
     description: The jobs folder, C(<mvp_shared_root>/jobs).
@@ -51,6 +57,32 @@ options:
     description: Ray Jobs API (dashboard) for live statuses; empty - recorded statuses only.
     type: str
     default: ""
+  compare:
+    description:
+      - Return C(config_diff) and C(code_diff) of the selected runs (not of I(parents)).
+      - A config value differs when its JSON text differs after each run's own submission id
+        is replaced by C(<submission_id>); a key no override of the run set is the snapshot's
+        default, named with the file under C(verl/trainer/config/) that sets it when one is found.
+    type: bool
+    default: false
+  baseline:
+    description: With I(compare), the run whose snapshot the others are compared with; empty or unknown - the first run.
+    type: str
+    default: ""
+  diff_file:
+    description:
+      - With I(compare), write the full unified diff of the snapshots here (every added, removed
+        and changed file; binary files named only) when they differ; the folder is created.
+        Omitted - not written. Not written in check mode.
+    type: path
+  diff_max_lines:
+    description: With I(compare), lines of the inline code diff returned in C(code_diff) (shared by every snapshot pair).
+    type: int
+    default: 200
+  diff_max_bytes:
+    description: With I(compare), bytes (UTF-8) of the inline code diff.
+    type: int
+    default: 20000
 author: MVP project (@mvp)
 """
 
@@ -62,6 +94,14 @@ EXAMPLES = r"""
     last: 3
     metrics: [train/loss, val/loss]
     address: http://127.0.0.1:8265
+  register: runs
+
+- name: Report | Read two runs and what differs between them (configs, code)
+  mvp.ray.ray_job_runs:
+    jobs_dir: /private/jobs
+    submission_ids: [sft-20261122-143029-669f9a, sft-20261122-150112-0c2d41]
+    compare: true
+    diff_file: /tmp/report-code.diff
   register: runs
 
 - name: Submit | Find the checkpoint to resume from
@@ -111,13 +151,59 @@ ray_error:
   description: Why Ray's job table could not be read (statuses are then the recorded ones).
   type: str
   returned: when address was given and Ray did not answer
+config_diff:
+  description: The runs' effective configurations compared key by key (module_utils mvp_report.config_diff).
+  type: dict
+  returned: with compare
+  contains:
+    compared: {description: "ids of the runs that have a config/resolved_config.yaml (none compared with fewer than two)", type: list}
+    missing: {description: "ids without one - scripts, jobs from before it was kept (the report uses their job spec diff)", type: list}
+    errors: {description: "id -> why its resolved_config.yaml could not be read", type: dict}
+    rows:
+      description:
+        - One per differing key, sorted by key - C(key) (dotted; a key holding a dot is bracketed),
+          C(values) (id -> JSON text, or C((unset)) when the run has no such key),
+          C(origins) (id -> C({key, source, override, code_id, files, label})) and C(sources) (the distinct sources).
+        - C(source) is C(request), C(inventory), C(catalog), C(project) (the spec's C(override_sources),
+          the longest override key that is the key or a mapping above it, in C(override)) or
+          C(default) (the snapshot's own value; C(files) are the snapshot's config files that set it, best first).
+      type: list
+      elements: dict
+    redacted: {description: "keys with a redacted secret in some run (values not known; equal <redacted> is not a difference)", type: list}
+    more: {description: "differing keys left out beyond 500 rows", type: int}
+code_diff:
+  description: The runs' code snapshots compared with the baseline's (module_utils mvp_report.code_diff).
+  type: dict
+  returned: with compare
+  contains:
+    baseline: {description: "the baseline run", type: str}
+    baseline_code_id: {description: "its snapshot", type: str}
+    records: {description: "code_id -> recorded (MANIFEST.json) or computed (hashed now: a snapshot older than manifests)", type: dict}
+    pairs:
+      description:
+        - One per other snapshot - C(from), C(to) (code_ids), C(runs) (ids on C(to)), C(error) (why it could not
+          be compared), C(changed), C(added), C(removed) (file records C({path, binary, too_large, added_lines,
+          removed_lines, error}), changed ones with C(shown) - full, part or no - and configuration files first),
+          C(diff) (the inline unified diff of the changed text files) and C(truncated) (it was cut at a cap).
+        - Empty when every run used the baseline's snapshot; a pair without files - the same content.
+      type: list
+      elements: dict
+    max_lines: {description: "the inline cap in lines", type: int}
+    max_bytes: {description: "the inline cap in bytes", type: int}
+    shown_lines: {description: "lines of the inline diffs", type: int}
+    shown_bytes: {description: "bytes of the inline diffs", type: int}
+    full_lines: {description: "lines of the full diff", type: int}
+    full_bytes: {description: "bytes of the full diff", type: int}
+    truncated: {description: "an inline diff was cut", type: bool}
+    full_file: {description: "where the full diff was written (diff_file), null when not written (no difference, no diff_file, check mode)", type: str}
 """
 
 import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import list_job_dirs, read_run
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import compare_runs, list_job_dirs, read_run
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import job_row
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import one_line
 
@@ -167,6 +253,11 @@ def main():
             metrics=dict(type="list", elements="str", default=[]),
             series=dict(type="bool", default=True),
             address=dict(type="str", default=""),
+            compare=dict(type="bool", default=False),
+            baseline=dict(type="str", default=""),
+            diff_file=dict(type="path"),
+            diff_max_lines=dict(type="int", default=200),
+            diff_max_bytes=dict(type="int", default=20000),
         ),
         supports_check_mode=True,
     )
@@ -178,6 +269,9 @@ def main():
     for rid in params["submission_ids"]:
         if not rid or set(rid) - ID_CHARS or rid[0] in "._-":
             module.fail_json(msg="submission_ids: %r is not a submission id (letters, digits, '.', '_', '-')" % rid)
+    for name in ("diff_max_lines", "diff_max_bytes"):
+        if params[name] < 0:
+            module.fail_json(msg="%s is %d: give 0 (no inline diff) or more" % (name, params[name]))
 
     def read(rid):
         return read_run(os.path.join(jobs_dir, rid), keys, params["series"])
@@ -220,6 +314,18 @@ def main():
     result = dict(changed=False, runs=runs, parents=parents, missing=missing)
     if ray_error:
         result["ray_error"] = ray_error
+    if params["compare"]:
+        configs, code, full = compare_runs(runs, params["baseline"] or None, params["diff_max_lines"],
+                                           params["diff_max_bytes"])
+        code["full_file"] = None
+        if full and params["diff_file"] and not module.check_mode:
+            try:
+                write_text_atomic(params["diff_file"], full)
+            except OSError as exc:
+                module.fail_json(msg="cannot write the code diff to %s: %s" % (params["diff_file"], exc))
+            code["full_file"] = params["diff_file"]
+            result["changed"] = True
+        result.update(config_diff=configs, code_diff=code)
     module.exit_json(**result)
 
 

@@ -94,16 +94,15 @@ msg:
 
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import NAME_RE
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_gsm8k import sample_rows, sha256_file
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_tiny_model import build_in_subprocess, corpus, normalize_spec, read_spec
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 RECORD = ".mvp_model.json"
 MANIFEST = "MANIFEST.json"
 

@@ -115,6 +115,13 @@ hydra_errors:
   type: list
   elements: str
   returned: always
+resolved_config:
+  description: >-
+    The trainer's config composed from the snapshot's own Hydra config and the overrides, as YAML
+    (interpolations kept as C(${...}), values of secret-like keys C(<redacted>)); what submit_job
+    saves as C(config/resolved_config.yaml). Null without I(hydra) or when the overrides do not compose.
+  type: str
+  returned: always
 dataset_columns:
   description: >-
     Name in I(datasets.files) -> its column names (C(a.b) for field C(b) of a struct column C(a)), or null
@@ -174,8 +181,11 @@ def probe_found(probe):
         return False
 
 
-def hydra_errors(module, hydra):
-    """Compose ``hydra`` (config_dir, config_name, overrides) and return the problems (list of str)."""
+def hydra_errors(module, hydra, composed_out=None):
+    """Compose ``hydra`` (config_dir, config_name, overrides) and return the problems (list of str).
+
+    ``composed_out`` (dict) receives ``yaml``, the composed config, when the overrides compose.
+    """
     if not hydra:
         return []
     config = os.path.join(hydra["config_dir"], hydra["config_name"] + ".yaml")
@@ -183,7 +193,8 @@ def hydra_errors(module, hydra):
         return ["%s does not exist: the code snapshot has no such trainer config" % config]
     try:
         from ansible_collections.mvp.ray.plugins.module_utils.mvp_hydra import validate_overrides
-        return validate_overrides(hydra["config_dir"], hydra["config_name"], list(hydra.get("overrides") or []))
+        return validate_overrides(hydra["config_dir"], hydra["config_name"], list(hydra.get("overrides") or []),
+                                  composed_out=composed_out)
     except ImportError as exc:
         module.fail_json(msg="hydra-core/omegaconf missing on the head (%s)" % exc)
 
@@ -286,10 +297,12 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    composed = {}
     result = dict(changed=False, missing=missing_paths(params["paths"]),
                   job_dir_exists=os.path.lexists(params["job_dir"]),
                   probe_found=probe_found(params["probe"]),
-                  hydra_errors=hydra_errors(module, params["hydra"]))
+                  hydra_errors=hydra_errors(module, params["hydra"], composed))
+    result["resolved_config"] = composed.get("yaml")
     # verl's own checks only on overrides that compose (else hydra_errors already names the key);
     # they run in a subprocess while the datasets and Ray are looked at.
     hydra = params["hydra"] if not result["hydra_errors"] else None

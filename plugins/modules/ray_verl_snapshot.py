@@ -12,7 +12,9 @@ description:
   - Takes the C(verl/) package from I(src) - a directory that contains
     C(verl/), a verl wheel (C(.whl)) or a tarball (C(.tar.gz)) - and makes
     C(<dest_root>/<code_id>/verl/...) plus C(mvp_marker.py) (C(MARKER = "<code_id>"))
-    and C(SNAPSHOT.json) (source, version, content hash, creation time).
+    and C(SNAPSHOT.json) (source, version, content hash, creation time) and
+    C(MANIFEST.json) (the sha256 of every file of C(verl/), C({code_id, algorithm, files})) -
+    the content record report.yml compares to list the files two snapshots differ in.
   - Snapshots are immutable. The same code_id with the same content is C(ok)
     (changed=false, C(skip - exists)); different content fails with both hashes
     unless I(force) is set, in which case the old snapshot is kept beside it as
@@ -85,7 +87,6 @@ msg:
 import hashlib
 import json
 import os
-import re
 import shutil
 import tarfile
 import tempfile
@@ -93,8 +94,8 @@ import time
 import zipfile
 
 from ansible.module_utils.basic import AnsibleModule
-
-CODE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import NAME_RE as CODE_ID_RE
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_snapshot import write_manifest
 
 
 def tree_hash(root):
@@ -234,6 +235,7 @@ def main():
                        "version": version, "commit": params["commit"], "content_hash": content_hash,
                        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
                       handle, indent=2, sort_keys=True)
+        write_manifest(code_id, staging)
         os.chmod(staging, 0o755)
         if replaced:
             os.rename(target, replaced)

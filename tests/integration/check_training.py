@@ -172,6 +172,26 @@ def main():
         first, last = metrics[1][metrics_wanted[0]], metrics.get(steps, {}).get(metrics_wanted[0])
         print("INFO %-34s step 1: %s, step %d: %s" % (metrics_wanted[0], first, steps, last))
 
+    # The effective config saved at submission: every plain override the spec passed is in it, as given.
+    resolved = None
+    try:
+        import yaml
+        with open(os.path.join(job_dir, "config", "resolved_config.yaml"), encoding="utf-8") as handle:
+            resolved = yaml.safe_load(handle)
+    except (OSError, ValueError) as exc:
+        check("effective config saved", False, "config/resolved_config.yaml: %s" % exc)
+    if isinstance(resolved, dict):
+        plain = {k: v for k, v in overrides.items() if not k.startswith(("+", "~", "hydra."))}
+        wrong = {}
+        for key, value in plain.items():
+            node = resolved
+            for part in key.split("."):
+                node = node.get(part) if isinstance(node, dict) else None
+            if node != value:
+                wrong[key] = (value, node)
+        check("effective config saved", not wrong, "%d overrides in config/resolved_config.yaml%s" % (
+            len(plain), "; differing: %s" % wrong if wrong else ""))
+
     placement = load_json(os.path.join(job_dir, "debug", "placement.json")) or {}
     check("driver on a worker", placement.get("driver_node_ip") in (placement.get("worker_ips") or [])
           and placement.get("driver_node_ip") != placement.get("head_node_ip"),

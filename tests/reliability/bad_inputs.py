@@ -12,6 +12,7 @@ Usage:
         --host-shared /srv/mvp/private [--only CASE ...]
 """
 import argparse
+import concurrent.futures
 import contextlib
 import os
 import subprocess
@@ -245,6 +246,32 @@ def ray_job_ids(head_container, python, address):
     return {job["submission_id"] for job in state["jobs"]}
 
 
+def run_case(args, case):
+    """Run one case: its playbook must fail with the expected message and change no file and no Ray job.
+
+    :returns: the table row (name, expected, observed, files changed, PASS or FAIL).
+    """
+    name, playbook, extra, expected = case[:4]
+    inventory = ["-i", args.inventory] if "-i" not in extra else []
+    before = snapshot(args.host_shared)
+    jobs_before = ray_job_ids(args.head_container, args.ray_python, args.address) if playbook == "submit.yml" else set()
+    proc = subprocess.run(["ansible-playbook"] + inventory + [os.path.join(ROOT, playbook)] + extra,
+                          capture_output=True, text=True, cwd=ROOT, check=False,
+                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
+    changed = changed_files(before, snapshot(args.host_shared))
+    if playbook == "submit.yml":  # a refused submission leaves no Ray job either
+        changed += ["ray job " + j for j in sorted(ray_job_ids(args.head_container, args.ray_python,
+                                                               args.address) - jobs_before)]
+    output = proc.stdout + proc.stderr
+    found = " ".join(expected.split()) in " ".join(output.split())
+    ok = proc.returncode != 0 and found and not changed
+    observed = ("failed, message found" if proc.returncode and found else
+                "failed, message NOT found" if proc.returncode else "did NOT fail")
+    if not ok:
+        print("--- %s: rc=%s changed=%s\n%s" % (name, proc.returncode, changed[:10], output[-3000:]), file=sys.stderr)
+    return (name, expected, observed, len(changed), "PASS" if ok else "FAIL")
+
+
 def main():
     """Run the table and print it; return the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -255,41 +282,26 @@ def main():
     parser.add_argument("--only", nargs="*", help="run only these case names")
     parser.add_argument("--ray-python", default="/opt/mvp/venv/bin/python", help="Python with ray in the head")
     parser.add_argument("--address", default="http://127.0.0.1:8265", help="the Jobs API as seen in the head")
+    parser.add_argument("--jobs", type=int, default=2, help="cases run at once (each must change nothing)")
     parser.add_argument("--head-container", default="mvp-ray-head",
                         help="the head's container (a listener on port %d is started in it)" % BUSY_PORT)
     args = parser.parse_args()
     cleanup = prepare(args.host_shared, args.head_container)
-    rows, failures = [], 0
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         stack.callback(cleanup)
+        todo = []
         for case in cases(tmp, args.existing_id):
-            name, playbook, extra, expected = case[:4]
-            if args.only and name not in args.only:
+            if args.only and case[0] not in args.only:
                 continue
             if len(case) > 4 and not head_imports(args.head_container, args.ray_python, case[4]):
                 print("skipped %s: %s is not importable on the head (the check it needs does not run there)"
-                      % (name, case[4]))
+                      % (case[0], case[4]))
                 continue
-            inventory = ["-i", args.inventory] if "-i" not in extra else []
-            before = snapshot(args.host_shared)
-            jobs_before = ray_job_ids(args.head_container, args.ray_python, args.address) if playbook == "submit.yml" else set()
-            proc = subprocess.run(["ansible-playbook"] + inventory + [os.path.join(ROOT, playbook)] + extra,
-                                  capture_output=True, text=True, cwd=ROOT,
-                                  env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
-            changed = changed_files(before, snapshot(args.host_shared))
-            if playbook == "submit.yml":  # a refused submission leaves no Ray job either
-                changed += ["ray job " + j for j in sorted(ray_job_ids(args.head_container, args.ray_python,
-                                                                       args.address) - jobs_before)]
-            output = proc.stdout + proc.stderr
-            found = " ".join(expected.split()) in " ".join(output.split())
-            ok = proc.returncode != 0 and found and not changed
-            failures += not ok
-            observed = ("failed, message found" if proc.returncode and found else
-                        "failed, message NOT found" if proc.returncode else "did NOT fail")
-            rows.append((name, expected, observed, len(changed), "PASS" if ok else "FAIL"))
-            if not ok:
-                print("--- %s: rc=%s changed=%s\n%s" % (name, proc.returncode, changed[:10], output[-3000:]),
-                      file=sys.stderr)
+            todo.append(case)
+        # Cases run a few at a time: each must change nothing, so a change seen while two ran fails both.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            rows = list(pool.map(lambda case: run_case(args, case), todo))
+    failures = sum(row[-1] != "PASS" for row in rows)
     return print_table(("case", "expected message", "observed", "files changed", "result"), rows,
                        "bad inputs", failures)
 

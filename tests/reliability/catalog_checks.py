@@ -50,8 +50,21 @@ def requests():
     return catalog, out
 
 
+def run_checks(args, spec):
+    """Run the snapshot's own checks (mvp_verl_rules.CHILD) on one spec in the head container; return the result dict."""
+    payload = json.dumps({"config_dir": args.snapshot + "/verl/trainer/config",
+                          "config_name": spec["hydra_config"], "overrides": spec["hydra_overrides"]})
+    proc = subprocess.run(["docker", "exec", "-e", "PYTHONPATH=" + args.snapshot, "-e", "CUDA_VISIBLE_DEVICES=",
+                           "-e", "PYTHONDONTWRITEBYTECODE=1", "-w", args.snapshot, args.head_container,
+                           args.python, "-c", CHILD, payload],
+                          capture_output=True, text=True, check=False, timeout=600)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_MARK)]
+    return json.loads(lines[-1][len(RESULT_MARK):]) if lines else {
+        "errors": [], "skipped": "no result (exit %s): %s" % (proc.returncode, proc.stderr[-300:])}
+
+
 def main():
-    """Run the checks for every spec and print them; return the exit code."""
+    """Run the checks for every distinct spec and print one line per spec; return the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--head-container", default="mvp-ray-head")
     parser.add_argument("--python", default="/opt/mvp/venv/bin/python")
@@ -62,6 +75,7 @@ def main():
     args = parser.parse_args()
     catalog, cases = requests()
     failures = 0
+    checked = {}  # (config name, overrides) -> (result, where it was checked): dev and prod often build the same spec
     for inventory, label, request, site, settings in cases:
         defaults = {"shared_root": settings.get("mvp_shared_root", "/private"), "code_id": "verl-0.9.1",
                     "python": args.python, "worker_resource": "worker_node", "expect_workers": 2,
@@ -69,21 +83,19 @@ def main():
         request = dict(request, submission_id="catalog-check")
         request.pop("model", None)  # the JobSpec files name the GPU model (Qwen2.5-0.5B-Instruct)
         spec = mvp_job_spec(request, catalog, defaults)
-        payload = json.dumps({"config_dir": args.snapshot + "/verl/trainer/config",
-                              "config_name": spec["hydra_config"], "overrides": spec["hydra_overrides"]})
+        key = (spec["hydra_config"], tuple(spec["hydra_overrides"]))
         start = time.time()
-        proc = subprocess.run(["docker", "exec", "-e", "PYTHONPATH=" + args.snapshot, "-e", "CUDA_VISIBLE_DEVICES=",
-                               "-e", "PYTHONDONTWRITEBYTECODE=1", "-w", args.snapshot, args.head_container,
-                               args.python, "-c", CHILD, payload],
-                              capture_output=True, text=True, check=False, timeout=600)
-        lines = [l for l in proc.stdout.splitlines() if l.startswith(RESULT_MARK)]
-        result = json.loads(lines[-1][len(RESULT_MARK):]) if lines else {
-            "errors": [], "skipped": "no result (exit %s): %s" % (proc.returncode, proc.stderr[-300:])}
+        if key in checked:
+            result, first = checked[key]
+            how = " (the same config as %s: checked once)" % first
+        else:
+            result, how = run_checks(args, spec), ""
+            checked[key] = (result, "%s %s" % (inventory, label))
         ok = not result["errors"] and not result["skipped"]
         failures += not ok
-        print("%-4s %-4s %-20s %s gpus=%-2s %5.1f s %s" % (
+        print("%-4s %-4s %-20s %s gpus=%-2s %5.1f s %s%s" % (
             inventory, spec["workload"], label, "PASS" if ok else "FAIL", spec["gpus_requested"], time.time() - start,
-            "; ".join(result["errors"]) or result["skipped"] or "verl's start-up checks passed"))
+            "; ".join(result["errors"]) or result["skipped"] or "verl's start-up checks passed", how))
     print("catalog checks: %d passed, %d failed" % (len(cases) - failures, failures))
     return 1 if failures else 0
 

@@ -1,0 +1,62 @@
+# -*- coding: utf-8 -*-
+"""Action plugin ray_job_request: gather a job request from exactly the places a user gives it, once.
+
+Documented in plugins/modules/ray_job_request.py (Ansible reads an action plugin's documentation there).
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+from ansible.utils.vars import load_extra_vars
+
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import new_submission_id
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_spec import JobSpecError, mvp_parse_jobspec
+
+
+class ActionModule(ActionBase):
+    """Gather the request (see plugins/modules/ray_job_request.py)."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def _play_vars(self, keys):
+        """The request keys set as play variables (including import_playbook's vars), templated."""
+        play = self._task.get_play() if hasattr(self._task, "get_play") else None
+        given = {key: value for key, value in ((play.vars if play is not None else None) or {}).items() if key in keys}
+        return self._templar.template(given) if given else {}
+
+    def run(self, tmp=None, task_vars=None):
+        """Read the file, the play's variables and the extra vars; return the request."""
+        result = super(ActionModule, self).run(tmp, task_vars)
+        args = self._task.args
+        keys = list(args.get("keys") or [])
+        path = args.get("jobspec") or ""
+        request, sources = {}, {}
+        if path:
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    text = handle.read()
+            except OSError as exc:
+                raise AnsibleActionFail("jobspec %s cannot be read (%s). Fix: give an existing JobSpec file "
+                                        "with -e jobspec=FILE; nothing was written." % (path, exc.strerror))
+            try:
+                request.update(mvp_parse_jobspec(text, path))
+            except JobSpecError as exc:
+                raise AnsibleActionFail(str(exc))
+            sources.update((key, "jobspec") for key in request)
+        for source, given in (("play", self._play_vars(keys)),
+                              ("extra vars", {k: v for k, v in load_extra_vars(self._loader).items() if k in keys})):
+            request.update(given)
+            sources.update((key, source) for key in given)
+        given_id = request.get("submission_id") or ""
+        repeat, index = int(args.get("repeat") or 1), int(args.get("run_index") or 1)
+        if given_id:
+            request["submission_id"] = "%s-%d" % (given_id, index) if repeat > 1 else given_id
+        else:
+            workload = request.get("workload")
+            prefix = workload if isinstance(workload, str) and workload.replace("_", "").replace("-", "").isalnum() else "job"
+            request["submission_id"] = new_submission_id(prefix)
+            sources["submission_id"] = "generated"
+        result.update(changed=False, request=request, given_id=str(given_id), sources=sources)
+        return result

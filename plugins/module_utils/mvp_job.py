@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+"""The job contract: what a submission id is and what a job directory holds, in one place.
+
+Every module, filter, task and job tool that names a job or one of its files takes the
+name from here (the format is the project's own, shared DESIGN.md section 3):
+
+* a **submission id** matches ``SUBMISSION_ID_RE`` (Ray accepts any text; the project keeps ids
+  usable as folder names and in shell commands); ``new_submission_id`` makes one;
+* a **job directory** is ``<shared_root>/jobs/<submission_id>/`` with the folders ``SUBDIRS``,
+  made once and never reused; ``job_paths`` gives the absolute path of every file in it by
+  its name in ``FILES``.
+
+Standard library only: ``verl_snapshot`` installs a copy beside the job tools (``mvp_entry.py``
+runs on a worker, where the collection is not installed), like ``mvp_verdict``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import posixpath
+import random
+import re
+
+# Letters, digits, '.', '_', '-', starting with a letter or digit, at most 128 characters.
+SUBMISSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# The same rule for every name that becomes a folder under the shared root (code_id, model names).
+NAME_RE = SUBMISSION_ID_RE
+# The folder of every job under the shared root.
+JOBS_SUBDIR = "jobs"
+# The folders of a job directory, created with it.
+SUBDIRS = ("config", "logs", "checkpoints", "debug")
+# Every file and folder of a job directory: name -> path relative to the job directory.
+FILES = {
+    # written once at submission (submit_job, ray_job_dir)
+    "job_spec": "config/job_spec.json",          # the job spec (mvp_job_spec), JSON
+    "runtime_env": "config/runtime_env.json",    # Ray's runtime_env of the submission, JSON
+    "submit_cmd": "config/submit_cmd.txt",       # the equivalent `ray job submit` line
+    "resolved_config": "config/resolved_config.yaml",  # the trainer's config composed on the head (secrets redacted)
+    # written while the job runs (mvp_entry.py on the driver's worker, verl)
+    "driver_log": "logs/driver.log",             # the trainer's stdout and stderr, MVP_* lines
+    "metrics": "logs/metrics.jsonl",             # verl's file logger: {"step": N, "data": {...}} per line
+    "hydra": "logs/hydra",                       # Hydra's output (.hydra/config.yaml, the trainer's log)
+    "watchdog": "logs/watchdog.json",            # the progress watchdog's record of a hang
+    "verdict": "logs/verdict.json",              # the entrypoint's verdict (mvp_verdict.classify)
+    "workers_logs": "logs/workers",              # stderr tails of the job's actors, per node IP
+    # written by the plays (ray_job, ray_job_record, debug_bundle)
+    "ray_driver_log": "logs/ray_driver.log",     # Ray's copy of the driver log
+    "status": "logs/status.json",                # Ray's last status beside the verdict
+    "placement": "debug/placement.json",         # where the driver landed (ray_job)
+    "debug": "debug",                            # timestamped ray status / job list / nodes / actors
+    "checkpoints": "checkpoints",                # verl's trainer.default_local_dir
+}
+
+
+def is_submission_id(value):
+    """Whether ``value`` is a str matching ``SUBMISSION_ID_RE``.
+
+    :param value: any value.
+    :returns: bool.
+    """
+    return isinstance(value, str) and bool(SUBMISSION_ID_RE.match(value))
+
+
+def new_submission_id(prefix, now=None, suffix=None):
+    """Make a fresh submission id ``<prefix>-<YYYYmmdd-HHMMSS>-<6 hex digits>`` (UTC).
+
+    :param prefix: str, the workload's name (or ``job``).
+    :param now: datetime.datetime or None (the current UTC time).
+    :param suffix: str or None: six random hex digits keep concurrent submissions apart.
+    :returns: str matching SUBMISSION_ID_RE.
+    :raises ValueError: when the result would not be a submission id (a bad prefix).
+    """
+    stamp = (now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y%m%d-%H%M%S")
+    value = "%s-%s-%s" % (prefix, stamp, suffix if suffix is not None else "%06x" % random.getrandbits(24))
+    if not is_submission_id(value):
+        raise ValueError("%r is not a submission id: the prefix %r must be letters, digits, '.', '_' or '-'"
+                         % (value, prefix))
+    return value
+
+
+def jobs_dir(shared_root):
+    """The folder of every job: ``<shared_root>/jobs`` (str)."""
+    return posixpath.join(shared_root, JOBS_SUBDIR)
+
+
+def job_dir(shared_root, submission_id):
+    """The job directory of one submission: ``<shared_root>/jobs/<submission_id>``.
+
+    :param shared_root: str, absolute path of the shared storage as the nodes see it.
+    :param submission_id: str matching SUBMISSION_ID_RE.
+    :raises ValueError: for an id that is not one (it could name another folder).
+    """
+    if not is_submission_id(submission_id):
+        raise ValueError("%r is not a submission id (%s)" % (submission_id, SUBMISSION_ID_RE.pattern))
+    return posixpath.join(jobs_dir(shared_root), submission_id)
+
+
+def job_paths(directory):
+    """Every path of one job directory: ``{"job_dir": directory, <name in FILES>: absolute path}``.
+
+    :param directory: str, the job directory (``job_dir()``).
+    :returns: dict str -> str.
+    """
+    paths = {name: posixpath.join(directory, rel) for name, rel in FILES.items()}
+    paths["job_dir"] = directory
+    return paths
+
+
+def job_file(directory, name):
+    """One path of a job directory by its name in ``FILES`` (KeyError for an unknown name)."""
+    return posixpath.join(directory, FILES[name])

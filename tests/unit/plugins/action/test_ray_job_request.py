@@ -1,0 +1,53 @@
+"""The ray_job_request action plugin, run by a real ansible-playbook on localhost: where a request comes from."""
+import os
+import subprocess
+import sys
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+KEYS = ["submission_id", "workload", "model", "dataset", "trainer_overrides", "env_vars"]
+
+
+def run_play(tmp_path, play_vars, extra_vars, jobspec=None, repeat=1, run_index=1, inventory_vars=None):
+    """Run one play that gathers a request; return the registered result (parsed from a JSON file it writes)."""
+    inventory = {"all": {"hosts": {"localhost": dict({"ansible_connection": "local",
+                                                      "ansible_python_interpreter": sys.executable},
+                                                     **(inventory_vars or {}))}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    out = tmp_path / "result.json"
+    play = [{"name": "Test | Gather", "hosts": "localhost", "gather_facts": False, "vars": play_vars, "tasks": [
+        {"name": "Test | Gather the request", "mvp.ray.ray_job_request": {
+            "keys": KEYS, "jobspec": str(jobspec or ""), "repeat": repeat, "run_index": run_index},
+         "register": "gathered"},
+        {"name": "Test | Save it", "ansible.builtin.copy": {"content": "{{ gathered | to_json }}", "dest": str(out),
+                                                             "mode": "0644"}}]}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    argv = ["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")]
+    for value in extra_vars:
+        argv += ["-e", value]
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return yaml.safe_load(out.read_text())
+
+
+def test_file_then_play_then_command_line_and_never_the_inventory(tmp_path):
+    spec = tmp_path / "job.yaml"
+    spec.write_text(yaml.safe_dump({"workload": "grpo", "model": "from-file", "trainer_overrides": {"a.b": 1}}))
+    got = run_play(tmp_path, {"dataset": "from-play", "base": "abc", "submission_id": "{{ base }}-7"},
+                   ["model=from-cli"], jobspec=spec,
+                   inventory_vars={"env_vars": {"A": "1"}, "model": "from-inventory", "dataset": "inv"})
+    assert got["request"] == {"workload": "grpo", "model": "from-cli", "dataset": "from-play",
+                              "trainer_overrides": {"a.b": 1}, "submission_id": "abc-7"}
+    assert got["sources"] == {"workload": "jobspec", "model": "extra vars", "dataset": "play",
+                              "trainer_overrides": "jobspec", "submission_id": "play"}
+    assert got["given_id"] == "abc-7"
+
+
+def test_ids_generated_and_numbered_in_a_repeat(tmp_path):
+    got = run_play(tmp_path, {}, ["workload=sft"])
+    assert got["given_id"] == "" and got["sources"]["submission_id"] == "generated"
+    assert got["request"]["submission_id"].startswith("sft-") and len(got["request"]["submission_id"]) == len("sft-") + 22
+    numbered = run_play(tmp_path, {}, ["workload=sft", "submission_id=grp"], repeat=3, run_index=2)
+    assert numbered["request"]["submission_id"] == "grp-2" and numbered["given_id"] == "grp"

@@ -1,0 +1,327 @@
+"""Unit tests of the job spec filters against the shipped workload catalog."""
+import json
+import shlex
+
+import pytest
+
+from mvp_jobspec import hydra_value, mvp_job_spec, mvp_submit_cmd, mvp_submission_id
+
+
+@pytest.fixture
+def spec(catalog, spec_defaults):
+    """Build a job spec from a request (submission id job-1 unless given) with the shared defaults."""
+    def build(**request):
+        request.setdefault("submission_id", "job-1")
+        return mvp_job_spec(request, catalog, spec_defaults)
+    return build
+
+
+def argv(entrypoint):
+    return shlex.split(entrypoint)
+
+
+@pytest.mark.parametrize("workload", ["selftest", "ppo", "grpo", "sft"])
+def test_every_workload_runs_on_a_worker_with_the_snapshot_first(workload, catalog, spec_defaults, spec):
+    result = spec(workload=workload)
+    assert result["entrypoint_resources"] == {"worker_node": 1}
+    assert result["entrypoint_num_cpus"] == 1
+    path = result["runtime_env"]["env_vars"]["PYTHONPATH"].split(":")
+    assert path[0] == "/private/common/code/verl/verl-0.9.1"
+    assert path[-1] == "${PYTHONPATH}"
+    assert result["job_dir"] == "/private/jobs/job-1"
+    words = argv(result["entrypoint"])
+    assert words[:3] == ["python", "-u", "/private/common/code/mvp_tools/mvp_entry.py"]
+    assert words[3:5] == ["--log", "/private/jobs/job-1/logs/driver.log"]
+    program = words[words.index("--") + 1:]
+    assert program[:2] == ["python", "-u"]
+    # verl trainers are watched (metrics file and limits from the defaults); scripts are not.
+    options = words[5:words.index("--")]
+    if catalog[workload].get("module"):
+        watchdog = spec_defaults["watchdog"]
+        assert options[options.index("--watchdog") + 1] == "%g,%g,%g" % (
+            watchdog["first_step_s"], watchdog["floor_s"], watchdog["factor"])
+        assert options[options.index("--metrics") + 1] == "/private/jobs/job-1/logs/metrics.jsonl"
+    else:
+        assert options == []
+
+
+def test_grpo_uses_ppo_entrypoint_with_grpo_estimator_and_group_rollouts(spec):
+    words = argv(spec(workload="grpo")["entrypoint"])
+    assert words[words.index("-m", 6) + 1] == "verl.trainer.main_ppo"
+    assert "algorithm.adv_estimator=grpo" in words
+    n = [w for w in words if w.startswith("actor_rollout_ref.rollout.n=")]
+    assert n and int(n[0].split("=")[1]) > 1
+    assert "trainer.default_local_dir=/private/jobs/job-1/checkpoints" in words
+    assert "data.train_files=/private/datasets/gsm8k/train.parquet" in words
+    assert "actor_rollout_ref.model.path=/private/common/models/Qwen2.5-0.5B-Instruct" in words
+
+
+def test_sft_connects_with_ray_address_auto_and_cpu_driver(spec):
+    result = spec(workload="sft")
+    assert result["runtime_env"]["env_vars"]["RAY_ADDRESS"] == "auto"
+    words = argv(result["entrypoint"])
+    assert "verl.trainer.sft_trainer_ray" in words
+    assert "trainer.device=cpu" in words
+    assert "trainer.total_epochs=1" in words and "trainer.save_freq=10" in words
+    assert "data.train_files=/private/datasets/gsm8k_sft/train.parquet" in words
+    assert "model.path=/private/common/models/Qwen2.5-0.5B-Instruct" in words
+
+
+def test_gpu_request_is_nodes_times_gpus_per_node(spec):
+    assert spec(workload="ppo", trainer_overrides={"trainer.nnodes": 3})["gpus_requested"] == 12
+    assert spec(workload="selftest")["gpus_requested"] == 0
+
+
+def test_selftest_passes_expected_workers_and_both_datasets(spec):
+    words = argv(spec(workload="selftest")["entrypoint"])
+    program = words[words.index("--") + 1:]
+    assert program[:3] == ["python", "-u", "/private/common/code/mvp_tools/selftest.py"]
+    assert program[program.index("--expect-workers") + 1] == "2"
+    assert "rl_train=/private/datasets/gsm8k/train.parquet" in program
+    assert "sft_train=/private/datasets/gsm8k_sft/train.parquet" in program
+
+
+def test_code_id_selects_another_snapshot(spec):
+    result = spec(workload="selftest", code_id="codeB")
+    assert result["runtime_env"]["env_vars"]["PYTHONPATH"].startswith("/private/common/code/verl/codeB:")
+
+
+@pytest.mark.parametrize("bad", ["a/b", "../x", "has space", "", "-lead", "x" * 129])
+def test_bad_submission_ids_are_refused(bad, spec):
+    with pytest.raises(Exception, match="submission_id"):
+        spec(workload="selftest", submission_id=bad)
+
+
+@pytest.mark.parametrize("request_, field", [
+    ({"workload": "nope"}, "workload"),
+    ({"workload": "selftest", "worklaod": "x"}, "worklaod"),
+    ({"workload": "ppo", "trainer_overrides": {"trainer.save_freq": 0}}, "trainer.save_freq"),
+    ({"workload": "selftest", "code_path": "/elsewhere/verl"}, "code_path"),
+    ({"workload": "selftest", "ray": {"adress": "x"}}, "ray.adress"),
+])
+def test_invalid_requests_name_the_field(request_, field, spec):
+    with pytest.raises(Exception, match=r"field '[^']*%s'" % field.replace(".", r"\.")):
+        spec(**request_)
+
+
+def test_hydra_values():
+    assert hydra_value(True) == "true"
+    assert hydra_value(None) == "null"
+    assert hydra_value(5) == "5"
+    assert hydra_value("vllm") == "vllm"
+    assert hydra_value("a b") == "'a b'"
+    assert hydra_value([1, "x"]) == "[1,x]"
+
+
+def test_submit_cmd_is_an_equivalent_ray_job_submit_line(spec):
+    result = spec(workload="selftest")
+    words = shlex.split(mvp_submit_cmd(result))
+    assert words[:3] == ["ray", "job", "submit"]
+    assert json.loads(words[words.index("--entrypoint-resources") + 1]) == {"worker_node": 1}
+    assert words[words.index("--entrypoint-num-cpus") + 1] == "1"
+    assert json.loads(words[words.index("--runtime-env-json") + 1]) == result["runtime_env"]
+    assert words[words.index("--submission-id") + 1] == "job-1"
+    assert " ".join(words[words.index("--no-wait") + 2:]) == " ".join(argv(result["entrypoint"]))
+
+
+def test_generated_submission_id_is_valid(spec):
+    result = spec(workload="selftest", submission_id=mvp_submission_id("selftest", "20261121-120000", "0a1b2c"))
+    assert result["submission_id"] == "selftest-20261121-120000-0a1b2c"
+
+
+def test_sft_keeps_snapshot_device_when_the_snapshot_shares_it_with_workers(catalog, spec_defaults):
+    result = mvp_job_spec({"workload": "sft", "submission_id": "j"}, catalog,
+                          dict(spec_defaults, snapshot_shares_device=True))
+    assert not [w for w in argv(result["entrypoint"]) if w.startswith("trainer.device=")]
+    assert result["notes"] and "trainer.device" in result["notes"][0]
+    user = mvp_job_spec({"workload": "sft", "submission_id": "j",
+                         "trainer_overrides": {"trainer.device": "cpu"}}, catalog,
+                        dict(spec_defaults, snapshot_shares_device=True))
+    assert "trainer.device=cpu" in argv(user["entrypoint"])
+
+
+def test_jobspec_files_parse_or_fail_naming_the_file():
+    from mvp_jobspec import mvp_parse_jobspec
+
+    assert mvp_parse_jobspec("workload: grpo\ntrainer_overrides:\n  trainer.nnodes: 2\n", "g.yaml") == {
+        "workload": "grpo", "trainer_overrides": {"trainer.nnodes": 2}}
+    assert mvp_parse_jobspec("", "empty.yaml") == {}
+    with pytest.raises(Exception, match="jobspec bad.yaml is not valid YAML"):
+        mvp_parse_jobspec("workload: x\n  id: [oops\n", "bad.yaml")
+    with pytest.raises(Exception, match="jobspec list.yaml holds a list"):
+        mvp_parse_jobspec("- a\n- b\n", "list.yaml")
+
+
+@pytest.mark.parametrize("workload", ["ppo", "grpo", "sft"])
+def test_verl_workloads_log_to_console_and_a_metrics_file_in_the_job_dir(workload, spec):
+    result = spec(workload=workload)
+    assert result["trainer_overrides"]["trainer.logger"] == ["console", "file"]
+    assert "trainer.logger=[console,file]" in argv(result["entrypoint"])
+    expected = posixpath_join(result["job_dir"], "logs", "metrics.jsonl")
+    assert result["runtime_env"]["env_vars"]["VERL_FILE_LOGGER_PATH"] == expected
+    assert result["metrics_file"] == expected
+    assert result["trainer_overrides"]["trainer.experiment_name"] == result["submission_id"]
+
+
+def posixpath_join(*parts):
+    return "/".join(p.rstrip("/") for p in parts)
+
+
+def test_selftest_has_no_metrics_file(spec):
+    result = spec(workload="selftest")
+    assert "VERL_FILE_LOGGER_PATH" not in result["runtime_env"]["env_vars"]
+    assert result["metrics_file"] is None
+
+
+@pytest.mark.parametrize("logger", [["console", "wandb"], "wandb"])
+def test_wandb_logger_is_refused_without_a_key(logger, catalog, spec_defaults, spec):
+    with pytest.raises(Exception) as err:
+        spec(workload="ppo", trainer_overrides={"trainer.logger": logger})
+    assert "trainer.logger" in str(err.value) and "mvp_wandb_api_key" in str(err.value)
+    accepted = mvp_job_spec({"workload": "ppo", "submission_id": "j", "trainer_overrides": {"trainer.logger": logger}},
+                            catalog, dict(spec_defaults, wandb_key_set=True))
+    assert accepted["metrics_file"] is None
+
+
+def test_a_single_logger_string_without_file_sets_no_metrics_path(spec):
+    result = spec(workload="sft", trainer_overrides={"trainer.logger": "console"})
+    assert "VERL_FILE_LOGGER_PATH" not in result["runtime_env"]["env_vars"]
+
+
+def test_inventory_overrides_apply_between_catalog_and_request(catalog, spec_defaults, spec, local_job_overrides):
+    site = local_job_overrides
+    defaults = dict(spec_defaults, site_overrides=site)
+    result = mvp_job_spec({"workload": "sft", "submission_id": "j"}, catalog, defaults)
+    for key, value in site["sft"]["trainer_overrides"].items():
+        assert result["trainer_overrides"][key] == value
+    assert result["site_overrides"] == site["sft"]
+    # the catalog's save_freq (10) is replaced by the inventory's, a request's wins over both
+    assert catalog["sft"]["trainer_overrides"]["trainer.save_freq"] != site["sft"]["trainer_overrides"]["trainer.save_freq"]
+    user = mvp_job_spec({"workload": "sft", "submission_id": "j", "trainer_overrides": {"trainer.save_freq": 3}},
+                        catalog, defaults)
+    assert user["trainer_overrides"]["trainer.save_freq"] == 3
+    # other workloads are untouched by the sft entry
+    assert spec(workload="selftest")["site_overrides"] == {}
+
+
+def test_inventory_device_override_wins_over_the_snapshot_probe(catalog, spec_defaults, spec):
+    defaults = dict(spec_defaults, site_overrides={"sft": {"trainer_overrides": {"trainer.device": "cpu"}}},
+                    snapshot_shares_device=True)
+    result = mvp_job_spec({"workload": "sft", "submission_id": "j"}, catalog, defaults)
+    assert "trainer.device=cpu" in argv(result["entrypoint"])
+    assert not [n for n in result["notes"] if "snapshot's default" in n]
+    # a job that trains on CPUs asks for no GPUs
+    assert result["needs_gpus"] is False and result["gpus_requested"] == 0
+    assert spec(workload="sft")["needs_gpus"] is True
+
+
+def test_malformed_inventory_overrides_name_the_setting(catalog, spec_defaults):
+    with pytest.raises(Exception) as err:
+        mvp_job_spec({"workload": "sft", "submission_id": "j"}, catalog,
+                     dict(spec_defaults, site_overrides={"sft": {"trainer_override": {}}}))
+    assert "mvp_job_overrides.sft" in str(err.value)
+
+
+def test_inventory_reward_function_is_used_unless_the_request_names_one(catalog, spec_defaults):
+    site = {"grpo": {"reward_fn_path": "/private/user/code/rewards/graded.py"}}
+    defaults = dict(spec_defaults, site_overrides=site)
+    key = catalog["grpo"]["reward_fn_key"]
+    result = mvp_job_spec({"workload": "grpo", "submission_id": "j"}, catalog, defaults)
+    assert result["reward_fn_path"] == site["grpo"]["reward_fn_path"]
+    assert result["trainer_overrides"][key] == site["grpo"]["reward_fn_path"]
+    own = mvp_job_spec({"workload": "grpo", "submission_id": "j", "reward_fn_path": "/private/user/code/mine.py"},
+                       catalog, defaults)
+    assert own["trainer_overrides"][key] == "/private/user/code/mine.py"
+    with pytest.raises(Exception) as err:
+        mvp_job_spec({"workload": "grpo", "submission_id": "j"}, catalog,
+                     dict(spec_defaults, site_overrides={"grpo": {"reward_fn_path": "/etc/reward.py"}}))
+    assert "reward_fn_path" in str(err.value)
+
+
+@pytest.fixture
+def earlier_run(catalog):
+    """An earlier run as ray_job_runs returns it (checkpoint world size from the catalog's shape by default);
+    ``changes`` replace its fields."""
+    def make(workload="sft", step=6, world_size=None, submission_id="sft-old", **changes):
+        overrides = catalog[workload]["trainer_overrides"]
+        if world_size is None:
+            world_size = overrides["trainer.nnodes"] * overrides["trainer.n_gpus_per_node"]
+        path = "/private/jobs/%s/checkpoints/global_step_%d" % (submission_id, step)
+        return dict({"submission_id": submission_id, "workload": workload,
+                     "checkpoint": {"step": step, "path": path, "world_size": world_size}}, **changes)
+    return make
+
+
+@pytest.fixture
+def resume_spec(catalog, spec_defaults):
+    """Build job-2 continuing from sft-old, with ``run`` as what ray_job_runs found of sft-old."""
+    def build(run, **request):
+        request.setdefault("submission_id", "job-2")
+        request.setdefault("resume_from", "sft-old")
+        return mvp_job_spec(request, catalog, dict(spec_defaults, resume_run=run))
+    return build
+
+
+@pytest.mark.parametrize("workload", ["sft", "grpo", "ppo"])
+def test_resume_from_points_the_trainer_at_the_newest_checkpoint(workload, catalog, earlier_run, resume_spec):
+    run = earlier_run(workload, step=6)
+    result = resume_spec(run, workload=workload)
+    keys = catalog[workload]["resume"]
+    words = argv(result["entrypoint"])
+    assert "%s=resume_path" % keys["mode_key"] in words
+    assert "%s=%s" % (keys["path_key"], run["checkpoint"]["path"]) in words
+    assert result["resume_from"] == {"submission_id": "sft-old", "step": 6, "path": run["checkpoint"]["path"],
+                                     "world_size": run["checkpoint"]["world_size"]}
+    # The new job still writes its own checkpoints.
+    assert "trainer.default_local_dir=/private/jobs/job-2/checkpoints" in words
+
+
+@pytest.mark.parametrize("run, request_extra, message", [
+    # run: earlier_run's arguments (None: no such run)
+    (None, {}, "no job directory /private/jobs/sft-old"),
+    ({"workload": "grpo"}, {}, "sft-old is a grpo job, this is sft"),
+    ({"checkpoint": None}, {}, "sft-old saved no checkpoint"),
+    ({"world_size": 3}, {}, "sft-old was trained with world size 3"),
+    ({}, {"resume_from": "../x"}, "'../x' is not a submission id"),
+    ({}, {"trainer_overrides": {"trainer.resume_mode": "auto"}}, "is set by resume_from"),
+])
+def test_resume_from_refusals_name_the_field(earlier_run, resume_spec, run, request_extra, message):
+    run = None if run is None else earlier_run(**run)
+    with pytest.raises(Exception) as err:
+        resume_spec(run, workload="sft", **request_extra)
+    assert message in str(err.value)
+    assert "resume_from" in str(err.value)
+
+
+def test_resume_world_size_follows_the_request_overrides(earlier_run, resume_spec):
+    run = earlier_run(world_size=6)
+    result = resume_spec(run, workload="sft",
+                         trainer_overrides={"trainer.nnodes": 3, "trainer.n_gpus_per_node": 2})
+    assert result["world_size"] == 6 and result["resume_from"]["world_size"] == 6
+
+
+def test_selftest_cannot_resume(earlier_run, resume_spec):
+    with pytest.raises(Exception) as err:
+        resume_spec(earlier_run("selftest", world_size=1), workload="selftest")
+    assert "workload selftest cannot continue from a checkpoint" in str(err.value)
+
+
+def test_repeat_is_recorded_and_absent_without_repeat(catalog, spec_defaults, spec):
+    repeat = {"group": "sft-grp", "index": 2, "count": 3}
+    assert mvp_job_spec({"workload": "sft", "submission_id": "sft-grp-2"}, catalog,
+                        dict(spec_defaults, repeat=repeat))["repeat"] == repeat
+    assert spec(workload="sft")["repeat"] is None and spec(workload="sft")["resume_from"] is None
+
+
+def test_resume_at_the_earlier_run_end_notes_that_nothing_is_left_to_train(earlier_run, resume_spec):
+    """A checkpoint at the earlier run's last step, with the same length settings, trains nothing
+    (verl restores the data loader at its end); raising the length drops the note."""
+    run = earlier_run(step=6)
+    run["last_step"] = 6
+    run["spec"] = {"trainer_overrides": resume_spec(dict(run), workload="sft")["trainer_overrides"]}
+    ended = resume_spec(run, workload="sft")
+    assert any("nothing left to train" in note and "sft-old ended at step 6" in note for note in ended["notes"])
+    longer = resume_spec(run, workload="sft", trainer_overrides={"trainer.total_training_steps": 8})
+    assert not any("nothing left to train" in note for note in longer["notes"])
+    run["last_step"] = 8  # the checkpoint is older than the run's last step: steps remain
+    assert not any("nothing left to train" in note for note in resume_spec(run, workload="sft")["notes"])

@@ -1,0 +1,201 @@
+"""ray_job against a fake JobSubmissionClient and State API: submit (placed, PENDING deadline, an existing id),
+stop (waits for a terminal status), delete, check mode, an unreachable Jobs API.
+
+Each test describes the cluster (``fake_ray``: nodes, jobs and how their status moves on) and runs
+the module's main() with its options; the expected values come from that description.
+"""
+import json
+
+import pytest
+
+from ansible_collections.mvp.ray.plugins.modules.ray_job import main
+
+ADDRESS = "http://127.0.0.1:8265"
+
+
+def args(**options):
+    return dict({"address": ADDRESS, "submission_id": "job-1"}, **options)
+
+
+def alive_worker_ips(nodes):
+    return sorted(n["node_ip"] for n in nodes if n["state"] == "ALIVE" and n["resources_total"].get("worker_node"))
+
+
+def offered(nodes):
+    """What the ALIVE nodes offer jobs in total: their resources without node:<ip>, memory and object store."""
+    total = {}
+    for n in nodes:
+        if n["state"] == "ALIVE":
+            for key, value in n["resources_total"].items():
+                if not key.startswith("node:") and key not in ("memory", "object_store_memory"):
+                    total[key] = total.get(key, 0) + value
+    return total
+
+
+# ---- submit ----
+
+def test_fake_jobsubmissionclient_submit_waits_until_placed_and_saves_the_placement(fake_ray, clock, run_module,
+                                                                                    cluster_nodes, tmp_path):
+    driver = cluster_nodes[2]
+    head = cluster_nodes[0]
+    fake_ray.then("job-1", "PENDING", "PENDING", {"status": "RUNNING", "driver_node_id": driver["node_id"]})
+    dest = tmp_path / "debug" / "placement.json"
+    options = args(entrypoint="python -u /private/common/code/mvp_tools/selftest.py",
+                   runtime_env={"env_vars": {"PYTHONPATH": "/private/common/code/verl/verl-0.9.1:${PYTHONPATH}"}},
+                   entrypoint_resources={"worker_node": 1}, entrypoint_num_cpus=1, metadata={"workload": "selftest"},
+                   wait="placed", poll_interval=2, placement_dest=str(dest), auth_token="s3cret")
+
+    result = run_module(main, options)
+
+    (asked,) = fake_ray.called("submit_job")
+    for key in ("entrypoint", "submission_id", "runtime_env", "metadata", "entrypoint_resources"):
+        assert asked[key] == options[key]
+    assert asked["entrypoint_num_cpus"] == float(options["entrypoint_num_cpus"])
+    assert fake_ray.clients == [(ADDRESS, {"Authorization": "Bearer s3cret"})]
+    assert result["changed"] is True and result["existed"] is False
+    assert result["job"]["status"] == "RUNNING" and result["job"]["driver_node_ip"] == driver["node_ip"]
+    expected = {"submission_id": "job-1", "status": "RUNNING", "driver_node_id": driver["node_id"],
+                "driver_node_ip": driver["node_ip"], "head_node_ip": head["node_ip"],
+                "worker_ips": alive_worker_ips(cluster_nodes)}
+    assert result["placement"] == expected
+    assert result["placement_dest"] == str(dest) and json.loads(dest.read_text()) == expected
+    assert not fake_ray.called("stop_job")
+
+
+def test_fake_jobsubmissionclient_pending_past_the_deadline_is_stopped_and_the_failure_names_the_shape(
+        fake_ray, clock, run_module, cluster_nodes):
+    resources = {"worker_node": 1, "gpu_node": 1}
+    options = args(entrypoint="python -u job.py", entrypoint_resources=resources, entrypoint_num_cpus=1,
+                   wait="placed", pending_timeout=30, poll_interval=5)
+
+    result = run_module(main, options)
+
+    assert result["failed"] and result["changed"] is True
+    assert fake_ray.called("stop_job") == ["job-1"]
+    # the first poll past the deadline stops it
+    assert options["pending_timeout"] < clock.elapsed <= options["pending_timeout"] + options["poll_interval"]
+    message = result["msg"]
+    assert "Ray job job-1 still PENDING after %ss" % options["pending_timeout"] in message
+    assert "no ALIVE node offers entrypoint_resources=%s with entrypoint_num_cpus=%s" % (
+        json.dumps(resources, sort_keys=True), float(options["entrypoint_num_cpus"])) in message
+    assert "(ALIVE nodes offer %s)" % json.dumps(offered(cluster_nodes), sort_keys=True) in message
+    assert "The job was stopped" in message
+    assert result["job"]["status"] == "PENDING"
+
+
+def test_fake_jobsubmissionclient_an_existing_id_is_reported_and_not_submitted_again(fake_ray, clock, run_module):
+    fake_ray.add_job("job-1", "SUCCEEDED", entrypoint="python -u first.py")
+
+    result = run_module(main, args(entrypoint="echo never", wait="placed"))
+
+    assert result["changed"] is False and result["existed"] is True
+    assert result["job"]["entrypoint"] == "python -u first.py" and result["job"]["status"] == "SUCCEEDED"
+    assert fake_ray.calls == []
+
+
+def test_fake_jobsubmissionclient_check_mode_submits_nothing(fake_ray, clock, run_module):
+    result = run_module(main, args(entrypoint="python -u job.py", wait="placed"), check_mode=True)
+
+    assert result["changed"] is True and result["existed"] is False and result["job"] is None
+    assert fake_ray.calls == [] and "job-1" not in fake_ray.jobs
+
+
+def test_fake_jobsubmissionclient_check_mode_does_not_wait_for_a_pending_job(fake_ray, clock, run_module):
+    fake_ray.add_job("job-1", "PENDING")
+
+    result = run_module(main, args(entrypoint="python -u job.py", wait="placed"), check_mode=True)
+
+    assert result["changed"] is False and result["job"]["status"] == "PENDING" and "placement" not in result
+    assert fake_ray.info_reads == 1 and clock.elapsed == 0 and fake_ray.calls == []
+
+
+def test_fake_jobsubmissionclient_submitting_needs_an_entrypoint(fake_ray, clock, run_module):
+    result = run_module(main, args())
+
+    assert result["failed"] and result["msg"] == "entrypoint is required to submit job job-1"
+    assert fake_ray.calls == []
+
+
+def test_fake_jobsubmissionclient_an_unreachable_jobs_api_names_the_address(fake_ray, clock, run_module):
+    fake_ray.unreachable = ConnectionError("connection refused")
+
+    result = run_module(main, args(entrypoint="python -u job.py"))
+
+    assert result["failed"] and result["msg"] == "Cannot reach the Ray Jobs API at %s: connection refused" % ADDRESS
+
+
+# ---- stop ----
+
+def test_fake_jobsubmissionclient_stop_waits_until_the_job_is_terminal(fake_ray, clock, run_module):
+    fake_ray.add_job("job-1", "RUNNING")
+    fake_ray.when_stopped("job-1", "RUNNING", "RUNNING", "STOPPED")
+
+    result = run_module(main, args(state="stopped", poll_interval=1))
+
+    assert fake_ray.called("stop_job") == ["job-1"]
+    assert result["changed"] is True and result["job"]["status"] == "STOPPED"
+    assert clock.elapsed >= 2  # it polled until Ray said STOPPED
+
+
+def test_fake_jobsubmissionclient_stop_fails_when_the_job_outlives_stop_timeout(fake_ray, clock, run_module):
+    fake_ray.add_job("job-1", "RUNNING")
+    options = args(state="stopped", stop_timeout=10, poll_interval=1)
+
+    result = run_module(main, options)
+
+    assert result["failed"] and result["changed"] is True
+    assert result["msg"] == "Ray job job-1 still RUNNING %ss after it was asked to stop." % options["stop_timeout"]
+    assert clock.elapsed > options["stop_timeout"]
+
+
+@pytest.mark.parametrize("status", ["SUCCEEDED", "FAILED", "STOPPED"])
+def test_fake_jobsubmissionclient_stopping_a_terminal_job_changes_nothing(fake_ray, clock, run_module, status):
+    fake_ray.add_job("job-1", status)
+
+    result = run_module(main, args(state="stopped"))
+
+    assert result["changed"] is False and result["job"]["status"] == status
+    assert fake_ray.calls == []
+
+
+def test_fake_jobsubmissionclient_stopping_an_unknown_job_fails(fake_ray, clock, run_module):
+    result = run_module(main, args(state="stopped"))
+
+    assert result["failed"] and result["msg"] == "Ray job job-1 does not exist."
+
+
+def test_fake_jobsubmissionclient_check_mode_stops_nothing(fake_ray, clock, run_module):
+    fake_ray.add_job("job-1", "RUNNING")
+
+    result = run_module(main, args(state="stopped"), check_mode=True)
+
+    assert result["changed"] is True and fake_ray.calls == [] and fake_ray.status_of("job-1") == "RUNNING"
+
+
+# ---- delete ----
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_fake_jobsubmissionclient_delete_removes_a_terminal_job(fake_ray, clock, run_module, check_mode):
+    fake_ray.add_job("job-1", "FAILED")
+
+    result = run_module(main, args(state="absent"), check_mode=check_mode)
+
+    assert result["changed"] is True and result["existed"] is True
+    assert fake_ray.called("delete_job") == ([] if check_mode else ["job-1"])
+    assert ("job-1" in fake_ray.jobs) is check_mode
+
+
+def test_fake_jobsubmissionclient_delete_refuses_a_job_that_still_runs(fake_ray, clock, run_module):
+    fake_ray.add_job("job-1", "RUNNING")
+
+    result = run_module(main, args(state="absent"))
+
+    assert result["failed"] and result["msg"] == "Ray job job-1 is RUNNING: stop it before deleting it."
+    assert fake_ray.calls == []
+
+
+def test_fake_jobsubmissionclient_deleting_an_unknown_job_changes_nothing(fake_ray, clock, run_module):
+    result = run_module(main, args(state="absent"))
+
+    assert result["changed"] is False and result["existed"] is False and result["job"] is None
+    assert fake_ray.calls == []

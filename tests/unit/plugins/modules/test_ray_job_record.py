@@ -1,0 +1,61 @@
+"""ray_job_record against a fake JobSubmissionClient and State API: Ray's driver log and the status with the
+verdict written into the job directory (logs/ray_driver.log, logs/status.json); nothing in check mode."""
+import json
+
+from ansible_collections.mvp.ray.plugins.modules.ray_job_record import main
+
+ADDRESS = "http://127.0.0.1:8265"
+
+
+def test_fake_jobsubmissionclient_saves_the_driver_log_and_the_status_with_the_verdict(fake_ray, clock, run_module,
+                                                                                      tmp_path):
+    job_dir = tmp_path / "jobs" / "job-1"
+    (job_dir / "config").mkdir(parents=True)
+    (job_dir / "config" / "job_spec.json").write_text(json.dumps({"submission_id": "job-1"}))  # a script job
+    details = {"message": "Job finished successfully.", "start_time": 1800000000000, "end_time": 1800000042000,
+               "driver_exit_code": 0}
+    fake_ray.add_job("job-1", "SUCCEEDED", **details)
+    fake_ray.logs["job-1"] = "SELFTEST RESULT OK\n"
+    log_dest, status_dest = job_dir / "logs" / "ray_driver.log", job_dir / "logs" / "status.json"
+    options = {"address": ADDRESS, "submission_id": "job-1", "job_dir": str(job_dir)}
+
+    result = run_module(main, options)
+
+    assert result["changed"] is True
+    assert (result["log_dest"], result["status_dest"]) == (str(log_dest), str(status_dest))
+    assert log_dest.read_text() == fake_ray.logs["job-1"]
+    status = json.loads(status_dest.read_text())
+    assert {key: status[key] for key in details} == details
+    assert status["submission_id"] == "job-1" and status["status"] == "SUCCEEDED"
+    assert status["recorded_at"] == round(clock.now, 3)
+    assert result["verdict"]["verdict"] == "succeeded"  # a script job that SUCCEEDED
+    assert {key: status[key] for key in result["verdict"]} == result["verdict"]
+    assert fake_ray.calls == []  # the job itself is left as it is
+
+
+def test_fake_jobsubmissionclient_a_log_ray_cannot_return_is_named_and_check_mode_writes_nothing(
+        fake_ray, clock, run_module, tmp_path):
+    job_dir = tmp_path / "job-1"
+    job_dir.mkdir()
+    fake_ray.add_job("job-1", "FAILED", driver_exit_code=1)
+    fake_ray.logs["job-1"] = RuntimeError("node 10.0.0.3 is dead\ntraceback ...")
+    options = {"address": ADDRESS, "submission_id": "job-1", "job_dir": str(job_dir)}
+
+    checked = run_module(main, options, check_mode=True)
+    assert checked["changed"] is False and not (job_dir / "logs").exists()
+
+    result = run_module(main, options)
+    assert result["log_error"] == "node 10.0.0.3 is dead"
+    assert "Ray could not return the driver log of job-1 (node 10.0.0.3 is dead)" in (
+        job_dir / "logs" / "ray_driver.log").read_text()
+    assert json.loads((job_dir / "logs" / "status.json").read_text())["status"] == "FAILED"
+
+
+def test_fake_jobsubmissionclient_an_unknown_job_or_a_missing_job_dir_writes_nothing(fake_ray, clock, run_module,
+                                                                                    tmp_path):
+    result = run_module(main, {"address": ADDRESS, "submission_id": "job-1", "job_dir": str(tmp_path)})
+    assert result["changed"] is False and result["job"] is None and list(tmp_path.iterdir()) == []
+
+    missing = tmp_path / "jobs" / "job-1"
+    failed = run_module(main, {"address": ADDRESS, "submission_id": "job-1", "job_dir": str(missing)})
+    assert failed["failed"] and failed["msg"].startswith("job_dir %s does not exist" % missing)

@@ -1,0 +1,117 @@
+"""ray_submit_check against a fake JobSubmissionClient and State API: the paths that are missing, whether the
+job directory exists, the status of a job Ray already has with the id, the ALIVE nodes, the probe, and the
+parquet columns of the datasets; it changes nothing and fails only when Ray cannot be read.
+"""
+import pytest
+
+from ansible_collections.mvp.ray.plugins.modules import ray_submit_check
+from ansible_collections.mvp.ray.plugins.modules.ray_submit_check import main
+
+ADDRESS = "http://127.0.0.1:8265"
+
+
+def args(tmp_path, **options):
+    return dict({"address": ADDRESS, "submission_id": "job-1", "job_dir": str(tmp_path / "jobs" / "job-1")},
+                **options)
+
+
+def test_fake_jobsubmissionclient_missing_paths_are_named_and_empty_ones_skipped(fake_ray, run_module, tmp_path):
+    (tmp_path / "models" / "m").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")  # a link counts, where it points does not
+    paths = {"model": str(tmp_path / "models" / "m"), "train_files": str(tmp_path / "datasets" / "train.parquet"),
+             "reward_fn_path": "", "marker": str(tmp_path / "link")}
+
+    result = run_module(main, args(tmp_path, paths=paths))
+
+    assert result["missing"] == {"train_files": paths["train_files"]}
+    assert result["changed"] is False and result["job_dir_exists"] is False
+
+
+def test_fake_jobsubmissionclient_an_existing_job_dir_is_reported(fake_ray, run_module, tmp_path):
+    (tmp_path / "jobs" / "job-1").mkdir(parents=True)
+
+    assert run_module(main, args(tmp_path))["job_dir_exists"] is True
+
+
+@pytest.mark.parametrize("status", [None, "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED"])
+def test_fake_jobsubmissionclient_a_job_ray_has_with_the_id_is_named_with_its_status(fake_ray, run_module, tmp_path,
+                                                                                    status):
+    if status:
+        fake_ray.add_job("job-1", status)
+    fake_ray.add_job("job-2", "RUNNING")
+
+    result = run_module(main, args(tmp_path, auth_token="s3cret"))
+
+    assert result["existing_job"] == status
+    assert fake_ray.clients == [(ADDRESS, {"Authorization": "Bearer s3cret"})]
+    assert fake_ray.calls == []  # nothing submitted, stopped or deleted
+
+
+def test_fake_jobsubmissionclient_the_summary_counts_alive_workers_and_gpus(fake_ray, run_module, tmp_path,
+                                                                           cluster_nodes):
+    alive = [n for n in cluster_nodes if n["state"] == "ALIVE"]
+    workers = [n for n in alive if n["resources_total"].get("worker_node", 0) > 0]
+
+    summary = run_module(main, args(tmp_path))["summary"]
+
+    assert summary["worker_ips"] == sorted(n["node_ip"] for n in workers)
+    assert [n["node_id"] for n in summary["alive_workers"]] == [n["node_id"] for n in workers]
+    assert summary["head"]["node_ip"] == [n for n in alive if n["is_head_node"]][0]["node_ip"]
+    assert summary["total_gpus"] == sum(n["resources_total"].get("GPU", 0) for n in alive)
+
+
+def test_fake_jobsubmissionclient_the_probe_says_whether_the_file_holds_the_marker(fake_ray, run_module, tmp_path):
+    trainer = tmp_path / "sft_trainer_ray.py"
+    trainer.write_text("device = config.trainer.device\n")
+
+    assert run_module(main, args(tmp_path, probe={"path": str(trainer), "marker": "config.trainer.device"}))[
+        "probe_found"] is True
+    assert run_module(main, args(tmp_path, probe={"path": str(trainer), "marker": "elsewhere"}))[
+        "probe_found"] is False
+    assert run_module(main, args(tmp_path, probe={"path": str(tmp_path / "absent.py"), "marker": "x"}))[
+        "probe_found"] is False
+    assert run_module(main, args(tmp_path))["probe_found"] is False
+
+
+def test_fake_jobsubmissionclient_unreadable_nodes_fail_naming_the_address_and_keep_what_was_found(
+        fake_ray, run_module, tmp_path):
+    fake_ray.state_error = ConnectionError("dashboard down")
+    paths = {"model": str(tmp_path / "absent")}
+
+    result = run_module(main, args(tmp_path, paths=paths))
+
+    assert result["failed"]
+    assert result["msg"] == "Cannot list Ray nodes at %s: dashboard down. Is the cluster up (site.yml)?" % ADDRESS
+    assert result["missing"] == paths
+
+
+def test_fake_jobsubmissionclient_a_job_table_error_other_than_an_unknown_id_fails(fake_ray, run_module, tmp_path):
+    fake_ray.info_error = RuntimeError("Request failed with status code 500: Internal Server Error")
+
+    result = run_module(main, args(tmp_path))
+
+    assert result["failed"] and result["msg"] == "Cannot read Ray job job-1 at %s: %s" % (ADDRESS, fake_ray.info_error)
+
+
+def test_the_head_reads_columns_from_the_parquet_schema(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    rl = pa.table({"data_source": ["a"], "prompt": [[{"role": "user", "content": "q"}]],
+                   "reward_model": [{"style": "rule", "ground_truth": "1"}]})
+    sft = pa.table({"messages": [[{"role": "user", "content": "q"}]]})
+    for name, table in (("rl", rl), ("sft", sft)):
+        (tmp_path / name).mkdir()
+        for base in ("train.parquet", "test.parquet"):
+            pq.write_table(table, str(tmp_path / name / base))
+    (tmp_path / "partial").mkdir()
+    pq.write_table(rl, str(tmp_path / "partial" / "train.parquet"))
+    files = {"data.train_files": str(tmp_path / "sft" / "train.parquet"),
+             "data.val_files": str(tmp_path / "sft" / "test.parquet")}
+    columns, prepared, skipped = ray_submit_check.dataset_columns({"dir": str(tmp_path), "files": files})
+    assert skipped is None
+    assert columns == {"data.train_files": ["messages"], "data.val_files": ["messages"]}
+    assert sorted(prepared) == ["rl", "sft"]  # "partial" lacks test.parquet
+    assert prepared["rl"]["train.parquet"] == ["data_source", "prompt", "reward_model", "reward_model.style",
+                                               "reward_model.ground_truth"]
+    missing, _, _ = ray_submit_check.dataset_columns({"dir": str(tmp_path), "files": {"x": str(tmp_path / "no")}})
+    assert missing == {"x": None}
