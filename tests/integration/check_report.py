@@ -104,6 +104,8 @@ def main():
     parser.add_argument("--differs", help="two runs whose train/loss must differ")
     parser.add_argument("--resumed", help="a run whose first step must follow its parent's checkpoint")
     parser.add_argument("--lines", action="store_true", help="every curve's colour must show in each plot")
+    parser.add_argument("--config-differs", action="append", default=[], metavar="RUN:KEY:SOURCE",
+                        help="the report's config diff must list KEY with RUN's value from SOURCE (repeatable)")
     args = parser.parse_args()
     jobs = os.path.join(args.host_shared, "jobs")
     folder = os.path.join(args.host_shared, "reports", args.report)
@@ -198,6 +200,28 @@ def main():
         check(resumed["step"] == newest and first == newest + 1,
               "%s continues %s: its first step %d follows the newest checkpoint global_step_%d"
               % (args.resumed, resumed["submission_id"], first, newest))
+    report = json.load(open(os.path.join(folder, "report.json"), encoding="utf-8"))
+    rows = {row["key"]: row for row in (report.get("config_diff") or {}).get("rows") or []}
+    for item in args.config_differs:
+        rid, key, source = item.split(":")
+        row = rows.get(key) or {}
+        origin = (row.get("origins") or {}).get(rid) or {}
+        # The run's value as its job spec gave it (a request or inventory override), else as its saved config holds it.
+        given = spec_of(os.path.join(jobs, rid))["trainer_overrides"].get(key)
+        if given is None:
+            with open(os.path.join(jobs, rid, "config", "resolved_config.yaml"), encoding="utf-8") as handle:
+                given = yaml.safe_load(handle)
+            for part in key.split("."):
+                given = given[part]
+        shown = (row.get("values") or {}).get(rid)
+        check(origin.get("source") == source and shown is not None and float(shown) == float(given),
+              "the config diff lists %s: %s's value %s (shown %s) from %s (shown %s)"
+              % (key, rid, given, shown, source, origin.get("source")))
+    if args.config_differs:
+        with open(os.path.join(folder, "report.html"), encoding="utf-8") as handle:
+            html = handle.read()
+        check("What differs" in html and html.index("What differs") < html.index("data-metric"),
+              "report.html shows what differs before the metric tables")
     with open(os.path.join(folder, "report.md"), encoding="utf-8") as handle:
         markdown = handle.read()
     check(all("| %s |" % rid in markdown for rid in runs), "report.md has a row for every run")
