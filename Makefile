@@ -7,7 +7,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts bench bench-train
+.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume bench bench-train bench-resume
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -56,6 +56,14 @@ faults: setup engine ## Fault table against the local cluster: kills, restarts a
 verdicts: setup engine ## Verdict table against the local cluster: real training with faults injected (kills workers)
 	ansible-playbook site.yml
 	python tests/reliability/verdicts.py --inventory inventories/local --host-shared /srv/mvp/private
+
+resume: setup engine ## Resume table against the local cluster: real SFT runs lose a worker and continue by themselves
+	ansible-playbook site.yml
+	python tests/reliability/resume.py --inventory inventories/local --host-shared /srv/mvp/private
+
+bench-resume: setup engine ## Seconds from a lost node to the next attempt's first step, steps lost (bench/resume.py)
+	ansible-playbook site.yml
+	python bench/resume.py
 
 bench: setup engine ## Benchmarks (bench/run.py); writes bench/results/latest.json
 	python bench/run.py

@@ -62,9 +62,12 @@ def summary_lines(job_dir, metric=None):
         lines.append("loss:         %s first %.4g (step %d) -> last %.4g (step %d)" % (key, first, first_step, last, last_step))
     else:
         lines.append("loss:         none logged (no metrics file, or trainer.logger without file)")
-    checkpoint = run.get("checkpoint")
-    lines.append("checkpoints:  %s%s" % (os.path.join(job_dir, FILES["checkpoints"]),
-                                          " (newest: global_step_%d)" % checkpoint["step"] if checkpoint else " (none)"))
+    checkpoint = run.get("checkpoint") or {}
+    if checkpoint.get("step") is not None:
+        newest = " (newest complete: global_step_%d)" % checkpoint["step"]
+    else:
+        newest = " (none complete)" if checkpoint else " (none)"
+    lines.append("checkpoints:  %s%s" % (os.path.join(job_dir, FILES["checkpoints"]), newest))
     lines.append("metrics:      %s" % os.path.join(job_dir, FILES["metrics"]))
     lines.append("logs:         %s (driver.log: the trainer's output)" % os.path.join(job_dir, "logs"))
     lines.append("compare runs: ansible-playbook report.yml -e workload=%s -e last=2" % (run["workload"] or "sft"))

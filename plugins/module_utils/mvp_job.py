@@ -46,6 +46,7 @@ FILES = {
     # written by the plays (ray_job, ray_job_record, debug_bundle)
     "ray_driver_log": "logs/ray_driver.log",     # Ray's copy of the driver log
     "status": "logs/status.json",                # Ray's last status beside the verdict
+    "restart": "logs/restart.json",              # this attempt failed and was continued as "next" (submit_job)
     "placement": "debug/placement.json",         # where the driver landed (ray_job)
     "debug": "debug",                            # timestamped ray status / job list / nodes / actors
     "checkpoints": "checkpoints",                # verl's trainer.default_local_dir

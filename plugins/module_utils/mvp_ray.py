@@ -201,40 +201,10 @@ def node_ip_for(nodes, node_id):
     return None
 
 
-def list_pending_placement_groups(state_module, address, timeout=30):
-    """List the placement groups Ray has not placed yet, with their bundles and stats.
-
-    :param state_module: ``ray.util.state``.
-    :param address: str, dashboard URL such as ``http://127.0.0.1:8265``.
-    :param timeout: int, seconds for the state API call.
-    :returns: list of dicts with placement_group_id, name, creator_job_id (hex),
-        state, bundles (list of {"bundle_id", "node_id", "unit_resources"}),
-        strategy and stats (Ray's PlacementGroupStats as a dict: among others
-        ``creation_request_received_ns``, wall clock in nanoseconds, and
-        ``scheduling_state``, e.g. ``INFEASIBLE`` or ``NO_RESOURCES``).
-    """
-    groups = state_module.list_placement_groups(address=address, filters=[("state", "=", "PENDING")],
-                                                detail=True, timeout=timeout, limit=10000,
-                                                raise_on_missing_output=False)
-    result = []
-    for group in groups:
-        get = _getter(group)
-        result.append({
-            "placement_group_id": get("placement_group_id"),
-            "name": get("name") or "",
-            "creator_job_id": get("creator_job_id"),
-            "state": get("state"),
-            "bundles": list(get("bundles") or []),
-            "strategy": get("strategy") or get("topology_strategy") or "",
-            "stats": dict(get("stats") or {}),
-        })
-    return result
-
-
 def bundle_shapes(group):
     """Describe a placement group's bundles, e.g. ``2 x {"CPU": 10, "GPU": 1} (STRICT_PACK)``.
 
-    :param group: dict from :func:`list_pending_placement_groups`.
+    :param group: dict from :func:`list_placement_groups`.
     :returns: str; identical bundles are counted, distinct ones listed in order.
     """
     import json
@@ -251,22 +221,145 @@ def bundle_shapes(group):
     return body + (" (%s)" % group["strategy"] if group.get("strategy") else "")
 
 
-def stalled_placement_groups(groups, job_id, now, timeout, first_seen=None):
-    """Pick the PENDING placement groups of one job that waited longer than ``timeout``.
+def stalled_placement_groups(groups, job_id, now, timeout, nodes, first_seen=None):
+    """Pick the PENDING placement groups of one job that no node can ever hold and that waited past ``timeout``.
 
-    :param groups: list of dicts from :func:`list_pending_placement_groups`.
+    A group that fits the cluster but waits for resources other jobs hold is never stalled
+    (:func:`is_infeasible`); it is reported as waiting (:func:`waiting_message`).
+
+    :param groups: list of dicts from :func:`list_placement_groups` (or the PENDING ones only).
     :param job_id: str, the job's hex Ray job id (``JobDetails.job_id``); None gives [].
     :param now: float, current wall-clock time in seconds.
-    :param timeout: float, seconds a placement group may stay PENDING.
+    :param timeout: float, seconds an infeasible placement group may stay PENDING (a node that
+        offers the shape may still join, e.g. a lost worker coming back).
+    :param nodes: list of node dicts (:func:`node_to_dict`), what the cluster offers.
     :param first_seen: dict placement_group_id -> seconds, updated in place: when
         Ray's stats carry no ``creation_request_received_ns``, the age counts
         from the first time this function saw the group.
     :returns: list of (group, age_seconds) pairs, oldest first.
     """
+    return [(group, age) for group, age in pending_groups(groups, job_id, now, first_seen)
+            if age > timeout and is_infeasible(group, nodes)]
+
+
+def list_placement_groups(state_module, address, timeout=30):
+    """List every placement group Ray knows (all states: PENDING, CREATED, REMOVED, RESCHEDULING).
+
+    :param state_module: ``ray.util.state``.
+    :param address: str, dashboard URL such as ``http://127.0.0.1:8265``.
+    :param timeout: int, seconds for the state API call.
+    :returns: list of dicts with placement_group_id, name, creator_job_id (hex), state,
+        bundles (list of {"bundle_id", "node_id", "unit_resources"}), strategy and stats
+        (Ray's PlacementGroupStats as a dict: among others ``creation_request_received_ns``,
+        wall clock in nanoseconds, and ``scheduling_state``: QUEUED, REMOVED,
+        SCHEDULING_STARTED, NO_RESOURCES, INFEASIBLE, FAILED_TO_COMMIT_RESOURCES or FINISHED).
+    :raises: whatever ray.util.state raises when the dashboard is unreachable.
+    """
+    groups = state_module.list_placement_groups(address=address, detail=True, timeout=timeout, limit=10000,
+                                                raise_on_missing_output=False)
+    result = []
+    for group in groups:
+        get = _getter(group)
+        result.append({
+            "placement_group_id": get("placement_group_id"),
+            "name": get("name") or "",
+            "creator_job_id": get("creator_job_id"),
+            "state": get("state"),
+            "bundles": list(get("bundles") or []),
+            "strategy": get("strategy") or get("topology_strategy") or "",
+            "stats": dict(get("stats") or {}),
+        })
+    return result
+
+
+def _units(group):
+    """The resource dicts of a group's bundles (``unit_resources``), zero amounts dropped."""
+    units = []
+    for bundle in group.get("bundles") or []:
+        unit = bundle.get("unit_resources", bundle) if isinstance(bundle, dict) else {}
+        units.append({k: float(v) for k, v in unit.items() if v})
+    return units
+
+
+def _holds(offer, unit):
+    """Whether a resource mapping ``offer`` holds ``unit`` (every amount at least as large)."""
+    return all(offer.get(k, 0.0) + 1e-9 >= v for k, v in unit.items())
+
+
+def never_fits_reason(group, nodes):
+    """Why no ALIVE node could ever hold the group, judged from the nodes' total resources, or None.
+
+    Only conditions that are certain: a bundle bigger than every node, a STRICT_PACK group bigger
+    than every node, a STRICT_SPREAD group with more bundles than nodes able to hold one, or a group
+    bigger than the whole cluster. A shape that passes may still be infeasible (Ray then says
+    ``INFEASIBLE``); what other jobs use right now is never counted.
+
+    :param group: dict from :func:`list_placement_groups`.
+    :param nodes: list of node dicts (:func:`node_to_dict`); only ALIVE ones count.
+    :returns: str or None.
+    """
+    offers = [schedulable_resources(n["resources_total"]) for n in nodes if n["state"] == "ALIVE"]
+    units = _units(group)
+    if not units:
+        return None
+    strategy = group.get("strategy") or ""
+    for unit in units:
+        if not any(_holds(offer, unit) for offer in offers):
+            return "bundle %s is bigger than every ALIVE node" % json.dumps(unit, sort_keys=True)
+    needed = {}
+    for unit in units:
+        for key, value in unit.items():
+            needed[key] = needed.get(key, 0.0) + value
+    if strategy == "STRICT_PACK" and not any(_holds(offer, needed) for offer in offers):
+        return "STRICT_PACK needs %s on one node" % json.dumps(needed, sort_keys=True)
+    if strategy == "STRICT_SPREAD":
+        able = sum(1 for offer in offers if any(_holds(offer, unit) for unit in units))
+        if able < len(units):
+            return "STRICT_SPREAD needs %d nodes, %d can hold a bundle" % (len(units), able)
+    cluster = {}
+    for offer in offers:
+        for key, value in offer.items():
+            cluster[key] = cluster.get(key, 0.0) + value
+    if not _holds(cluster, needed):
+        return "the group needs %s, the cluster has %s in total" % (
+            json.dumps(needed, sort_keys=True), json.dumps(cluster, sort_keys=True))
+    return None
+
+
+def is_infeasible(group, nodes):
+    """Whether a PENDING group can never be placed on these nodes (not merely busy).
+
+    Ray's ``stats.scheduling_state`` decides when it has one: ``INFEASIBLE`` (the GCS found no node
+    whose total resources hold it) is infeasible, ``NO_RESOURCES`` (it fits, the resources are in
+    use) is not. Any other state (``QUEUED``, ``SCHEDULING_STARTED``, none) falls back on
+    :func:`never_fits_reason`.
+
+    :param group: dict from :func:`list_placement_groups`.
+    :param nodes: list of node dicts (:func:`node_to_dict`).
+    :returns: bool.
+    """
+    state = (group.get("stats") or {}).get("scheduling_state")
+    if state == "INFEASIBLE":
+        return True
+    if state == "NO_RESOURCES":
+        return False
+    return never_fits_reason(group, nodes) is not None
+
+
+def pending_groups(groups, job_id, now, first_seen=None):
+    """The PENDING placement groups of one job with their age.
+
+    :param groups: list of dicts from :func:`list_placement_groups`.
+    :param job_id: str, the job's hex Ray job id; None gives [].
+    :param now: float, wall-clock seconds.
+    :param first_seen: dict placement_group_id -> seconds, updated in place: without Ray's
+        ``creation_request_received_ns`` the age counts from the first time a group was seen.
+    :returns: list of (group, age_seconds) pairs, oldest first.
+    """
     if not job_id:
         return []
     first_seen = {} if first_seen is None else first_seen
-    stalled = []
+    out = []
     for group in groups:
         if group.get("creator_job_id") != job_id or group.get("state") != "PENDING":
             continue
@@ -275,13 +368,58 @@ def stalled_placement_groups(groups, job_id, now, timeout, first_seen=None):
             age = now - float(created_ns) / 1e9
         else:
             age = now - first_seen.setdefault(group["placement_group_id"], now)
-        if age > timeout:
-            stalled.append((group, age))
-    return sorted(stalled, key=lambda pair: -pair[1])
+        out.append((group, age))
+    return sorted(out, key=lambda pair: -pair[1])
+
+
+def resource_holders(groups, jobs, job_id):
+    """The other jobs whose placed (CREATED) placement groups hold resources now.
+
+    :param groups: list of dicts from :func:`list_placement_groups`.
+    :param jobs: list of job rows (:func:`job_row`, with ``job_id``) to name each creator by its
+        submission id; a creator not among them is named by its Ray job id.
+    :param job_id: str, the waiting job's Ray job id (its own groups are left out).
+    :returns: list of dicts {submission_id, job_id, status, holds (list of shapes, :func:`bundle_shapes`)},
+        one per job, in the order first seen.
+    """
+    by_id = {row.get("job_id"): row for row in jobs if row.get("job_id")}
+    holders = {}
+    for group in groups:
+        creator = group.get("creator_job_id")
+        if group.get("state") != "CREATED" or not creator or creator == job_id:
+            continue
+        row = by_id.get(creator, {})
+        entry = holders.setdefault(creator, {"submission_id": row.get("submission_id"), "job_id": creator,
+                                             "status": status_name(row.get("status")) or None, "holds": []})
+        entry["holds"].append(bundle_shapes(group))
+    return list(holders.values())
+
+
+def waiting_message(submission_id, waiting, holders):
+    """Say that a job's placement groups wait for resources in use, and for whom.
+
+    :param submission_id: str.
+    :param waiting: list of (group, age) pairs (feasible PENDING groups, :func:`pending_groups`).
+    :param holders: list from :func:`resource_holders`.
+    :returns: str.
+    """
+    groups = "; ".join("%s for %.0f s for %s%s" % (
+        group.get("name") or group.get("placement_group_id"), age, bundle_shapes(group),
+        (", Ray says %s" % group["stats"]["scheduling_state"]) if (group.get("stats") or {}).get(
+            "scheduling_state") else "") for group, age in waiting)
+    if holders:
+        whom = ", ".join("%s (%s, holds %s)" % (h["submission_id"] or "Ray job %s" % h["job_id"],
+                                                h["status"] or "not a submitted job", "; ".join(h["holds"]))
+                         for h in holders)
+    else:
+        whom = "no other job's placement group (the resources are used outside placement groups: see ray status)"
+    return ("Ray job %s is waiting: its placement groups fit the cluster but the resources are in use: "
+            "waiting %s. They are held by %s. It starts when they are released; the placement-group "
+            "deadline does not apply to a shape the cluster can hold." % (submission_id, groups, whom))
 
 
 def stalled_message(submission_id, stalled, nodes, timeout):
-    """Say which placement group shape no node offers (for a job whose groups stalled).
+    """Say which placement group shape no node offers (for a job whose infeasible groups stalled).
 
     :param submission_id: str.
     :param stalled: list of (group, age) pairs from :func:`stalled_placement_groups`.
@@ -302,7 +440,7 @@ def stalled_message(submission_id, stalled, nodes, timeout):
         "%s %s" % (n["node_ip"], json.dumps(schedulable_resources(n["resources_total"]), sort_keys=True))
         for n in nodes if n["state"] == "ALIVE")
     return ("Ray job %s asked for placement groups that stayed PENDING longer than %s s (the "
-            "placement-group deadline): %s. No ALIVE node offers that shape (nodes: %s). Fix the "
+            "placement-group deadline): %s. No ALIVE node offers that shape, busy or not (nodes: %s). Fix the "
             "trainer's resources (trainer.nnodes, trainer.n_gpus_per_node) or start workers that offer them."
             % (submission_id, int(timeout), groups, offered))
 

@@ -127,15 +127,72 @@ def world_size_of(folder):
     return sizes[-1] if sizes else None
 
 
-def latest_checkpoint(ckpt_dir):
-    """Find the newest complete checkpoint of a job.
+SHARD_RE = re.compile(r"^(?P<kind>\w+?)_world_size_(?P<world>\d+)_rank_(?P<rank>\d+)\.pt$")
+TRACKER_FILE = "latest_checkpointed_iteration.txt"
 
-    verl writes ``latest_checkpointed_iteration.txt`` after a checkpoint is complete;
-    its step is used when that folder exists, else the highest ``global_step_<N>``.
+
+def checkpoint_problems(folder, world_size=None):
+    """Say why a verl checkpoint folder is not complete; an empty list when it is.
+
+    verl's FSDP checkpoint manager (``verl/utils/checkpoint/fsdp_checkpoint_manager.py``) has
+    every rank write ``model_``, ``optim_`` and ``extra_state_world_size_<W>_rank_<R>.pt``, in the
+    step folder (SFT) or in ``actor/`` / ``critic/`` below it (main_ppo). Complete means: in each
+    folder holding shards, every kind present has one non-empty file per rank 0..W-1, a single W,
+    and W equal to ``world_size`` when it is given (the world size the job will resume with).
+
+    :param folder: str, a ``global_step_<N>`` folder.
+    :param world_size: int or None, the world size the shards must have been written with.
+    :returns: list of str, one problem each (file names relative to ``folder``).
+    """
+    shards = {}
+    for root, dirs, files in os.walk(folder):
+        rel = os.path.relpath(root, folder)
+        if rel != "." and rel.count(os.sep) >= 1:
+            dirs[:] = []
+            continue
+        for name in files:
+            match = SHARD_RE.match(name)
+            if match:
+                size = os.path.getsize(os.path.join(root, name))
+                shards.setdefault(rel, {}).setdefault((match.group("kind"), int(match.group("world"))), {})[
+                    int(match.group("rank"))] = size
+    if not shards:
+        return ["no sharded file (*_world_size_<W>_rank_<R>.pt): never written, or removed by verl's keep-last-k"]
+    problems = []
+    for rel, kinds in sorted(shards.items()):
+        where = "" if rel == "." else rel + "/"
+        worlds = sorted({world for _kind, world in kinds})
+        if len(worlds) > 1:
+            problems.append("%s holds shards of world sizes %s" % (where or "the step folder",
+                                                                   ", ".join(map(str, worlds))))
+        if world_size and any(world != world_size for world in worlds):
+            problems.append("%sshards were written with world size %s, the job has %d"
+                            % (where, "/".join(map(str, worlds)), world_size))
+        for (kind, world), ranks in sorted(kinds.items()):
+            missing = [r for r in range(world) if r not in ranks]
+            empty = sorted(r for r, size in ranks.items() if size == 0)
+            if missing:
+                problems.append("%s%s_world_size_%d_rank_{%s}.pt missing" % (
+                    where, kind, world, ",".join(map(str, missing))))
+            if empty:
+                problems.append("%s%s_world_size_%d_rank_{%s}.pt empty" % (
+                    where, kind, world, ",".join(map(str, empty))))
+    return problems
+
+
+def latest_checkpoint(ckpt_dir, world_size=None):
+    """Find the newest complete checkpoint of a job, and say which newer ones were skipped.
+
+    verl writes ``latest_checkpointed_iteration.txt`` after a checkpoint is complete: a folder
+    newer than the step it names was being written when the job died, and is skipped. The
+    newest remaining folder must also pass :func:`checkpoint_problems`; a folder that does not is
+    skipped for the one before it.
 
     :param ckpt_dir: str, the job's ``checkpoints`` folder.
-    :returns: dict ``{"step": int, "path": str, "world_size": int or None}`` or None
-        when the job saved no checkpoint.
+    :param world_size: int or None, the world size the job will resume with (checked on the shards).
+    :returns: dict ``{"step": int, "path": str, "world_size": int or None, "skipped": [{"step",
+        "path", "why"}], "tracker": int or None}`` or None when the job saved no checkpoint at all;
+        ``step`` is None when checkpoints exist but none is complete (``skipped`` says why).
     """
     try:
         names = os.listdir(ckpt_dir)
@@ -144,16 +201,26 @@ def latest_checkpoint(ckpt_dir):
     steps = sorted(int(m.group(1)) for m in (STEP_DIR_RE.match(n) for n in names) if m)
     if not steps:
         return None
-    step = steps[-1]
     try:
-        with open(os.path.join(ckpt_dir, "latest_checkpointed_iteration.txt"), encoding="utf-8") as handle:
-            marked = int(handle.read().strip())
-        if marked in steps:
-            step = marked
+        with open(os.path.join(ckpt_dir, TRACKER_FILE), encoding="utf-8") as handle:
+            tracker = int(handle.read().strip())
     except (OSError, ValueError):
-        pass
-    path = os.path.join(ckpt_dir, "global_step_%d" % step)
-    return {"step": step, "path": path, "world_size": world_size_of(path)}
+        tracker = None
+    skipped = []
+    for step in reversed(steps):
+        path = os.path.join(ckpt_dir, "global_step_%d" % step)
+        if tracker is not None and step > tracker:
+            why = "newer than %s (%d): verl had not finished writing it" % (TRACKER_FILE, tracker)
+        elif tracker is None and step == steps[-1] and len(steps) > 1:
+            why = "no %s: the newest folder may be half written" % TRACKER_FILE
+        else:
+            why = "; ".join(checkpoint_problems(path, world_size))
+        if why:
+            skipped.append({"step": step, "path": path, "why": why})
+            continue
+        return {"step": step, "path": path, "world_size": world_size_of(path), "skipped": skipped,
+                "tracker": tracker}
+    return {"step": None, "path": None, "world_size": None, "skipped": skipped, "tracker": tracker}
 
 
 def read_run(job_dir, keys=None, with_series=True):
@@ -187,7 +254,7 @@ def read_run(job_dir, keys=None, with_series=True):
         "last_step": metrics["last_step"],
         "bad_lines": metrics["bad_lines"],
         "last": {key: points[-1][1] for key, points in metrics["series"].items()},
-        "checkpoint": latest_checkpoint(os.path.join(job_dir, FILES["checkpoints"])),
+        "checkpoint": latest_checkpoint(os.path.join(job_dir, FILES["checkpoints"]), spec_dict.get("world_size")),
         "resume_from": spec_dict.get("resume_from"),
         "repeat": spec_dict.get("repeat"),
     }

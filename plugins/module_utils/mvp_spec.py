@@ -24,6 +24,8 @@ import shlex
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import (
     FILES, SUBMISSION_ID_RE, is_submission_id, job_dir as make_job_dir, job_paths)
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_retention import (
+    DEFAULT_KEEP, RetentionError, keep_setting, retention, room_problem)
 
 
 class JobSpecError(ValueError):
@@ -32,7 +34,7 @@ class JobSpecError(ValueError):
 
 REQUEST_KEYS = frozenset([
     "submission_id", "workload", "shared_root", "code_id", "code_path", "reward_fn_path",
-    "model", "dataset", "ray", "trainer_overrides", "env_vars", "resume_from",
+    "model", "dataset", "ray", "trainer_overrides", "env_vars", "resume_from", "max_restarts",
 ])
 RAY_KEYS = frozenset(["address", "entrypoint_resources", "entrypoint_num_cpus", "runtime_env"])
 # Job tools (mvp_entry.py, selftest.py) on the shared storage: <shared_root>/<tools_subdir>
@@ -219,9 +221,15 @@ def _resume(request, entry, workload, overrides, user_overrides, shared_root, de
     Sets the catalog's ``resume`` keys (verl: ``trainer.resume_mode=resume_path``,
     ``trainer.resume_from_path=<job>/checkpoints/global_step_N``) in ``overrides``.
 
-    :returns: dict ``{submission_id, step, path, world_size}`` or None without resume_from.
+    The checkpoint is the newest complete one (mvp_runs.latest_checkpoint: every rank's shards,
+    and verl's latest_checkpointed_iteration.txt not older) of that run, else of the runs it
+    continued (``defaults['resume_parents']``), each skipped one named in ``notes``.
+
+    :returns: dict ``{submission_id, step, path, world_size, checkpoint_of, skipped}`` or None
+        without resume_from (``checkpoint_of``: the run that saved the checkpoint; ``skipped``:
+        the incomplete newer ones, ``{submission_id, step, path, why}``).
     :raises JobSpecError: when the earlier run is unknown, of another workload,
-        has no checkpoint or was trained with another world size, or when the request
+        has no complete checkpoint or was trained with another world size, or when the request
         sets the resume keys itself.
     """
     earlier = request.get("resume_from")
@@ -241,10 +249,11 @@ def _resume(request, entry, workload, overrides, user_overrides, shared_root, de
     if run.get("workload") != workload:
         _fail("resume_from", "%s is a %s job, this is %s" % (earlier, run.get("workload"), workload),
               "resume from a job of the same workload")
-    ckpt = run.get("checkpoint")
+    ckpt, source = _complete_checkpoint(run, defaults.get("resume_parents") or [], notes)
     if not ckpt:
-        _fail("resume_from", "%s saved no checkpoint (no global_step_N under %s/jobs/%s/checkpoints)"
-              % (earlier, shared_root, earlier),
+        _fail("resume_from", "%s saved no %scheckpoint (no %sglobal_step_N under %s/jobs/%s/checkpoints%s)"
+              % (earlier, "complete " if run.get("checkpoint") else "", "complete " if run.get("checkpoint") else "",
+                 shared_root, earlier, _skipped_text(run)),
               "resume from a job that reached trainer.save_freq steps, or lower save_freq in its next run")
     world = _world_size(overrides)
     if ckpt.get("world_size") and world and ckpt["world_size"] != world:
@@ -257,8 +266,8 @@ def _resume(request, entry, workload, overrides, user_overrides, shared_root, de
                   "drop it from trainer_overrides, resume_from picks the checkpoint")
     overrides[keys["mode_key"]] = "resume_path"
     overrides[keys["path_key"]] = ckpt["path"]
-    notes.append("continues %s from its checkpoint at step %d (%s); it trains until trainer.total_epochs"
-                 % (earlier, ckpt["step"], ckpt["path"]))
+    notes.append("continues %s from the checkpoint at step %d%s (%s); it trains until trainer.total_epochs"
+                 % (earlier, ckpt["step"], "" if source == earlier else " of " + source, ckpt["path"]))
     earlier_overrides = (run.get("spec") or {}).get("trainer_overrides") or {}
     if ckpt["step"] == run.get("last_step") and all(
             str(overrides.get(key)) == str(earlier_overrides.get(key))
@@ -267,7 +276,75 @@ def _resume(request, entry, workload, overrides, user_overrides, shared_root, de
                      "verl restores its data loader at the end, so this job has nothing left to train; "
                      "raise one of them to train further" % (earlier, ckpt["step"]))
     return {"submission_id": earlier, "step": ckpt["step"], "path": ckpt["path"],
-            "world_size": ckpt.get("world_size")}
+            "world_size": ckpt.get("world_size"), "checkpoint_of": source,
+            "skipped": [dict(item, submission_id=rid) for rid, items in _skipped_by_run(run, defaults) for item in items]}
+
+
+def _skipped_text(run):
+    """'; skipped: global_step_8 (why)' for the checkpoints of ``run`` that were not complete."""
+    skipped = (run.get("checkpoint") or {}).get("skipped") or []
+    return "; skipped: " + "; ".join("global_step_%s (%s)" % (i["step"], i["why"]) for i in skipped) if skipped else ""
+
+
+def _skipped_by_run(run, defaults):
+    """[(submission_id, skipped checkpoints)] of the run and the runs it continued, where any were skipped."""
+    out = []
+    for each in [run] + list(defaults.get("resume_parents") or []):
+        items = (each.get("checkpoint") or {}).get("skipped") or []
+        if items:
+            out.append((each.get("submission_id"), items))
+    return out
+
+
+def _complete_checkpoint(run, parents, notes):
+    """The newest complete checkpoint of ``run``, else of the runs it continued (newest first).
+
+    :param run: dict, a run as ``ray_job_runs`` returns it (``checkpoint`` from mvp_runs.latest_checkpoint,
+        with ``skipped``: newer folders that were incomplete).
+    :param parents: list of runs ``run`` continued, directly or not (``ray_job_runs`` ``parents``).
+    :param notes: list of str, receives one note per skipped checkpoint.
+    :returns: (checkpoint dict or None, submission id of the run that saved it).
+    """
+    by_id = {p.get("submission_id"): p for p in parents}
+    current = run
+    seen = set()
+    while current and current.get("submission_id") not in seen:
+        seen.add(current.get("submission_id"))
+        ckpt = current.get("checkpoint") or {}
+        for item in ckpt.get("skipped") or []:
+            notes.append("skipped checkpoint global_step_%s of %s: %s"
+                         % (item["step"], current.get("submission_id"), item["why"]))
+        if ckpt.get("step") is not None:
+            return ckpt, current.get("submission_id")
+        parent = ((current.get("spec") or {}).get("resume_from") or {}).get("submission_id")
+        if parent:
+            notes.append("%s saved no complete checkpoint: looking at the run it continued, %s"
+                         % (current.get("submission_id"), parent))
+        current = by_id.get(parent)
+    return None, None
+
+
+def _retention(entry, overrides, merged, defaults, notes):
+    """Set verl's keep-last-k keys (the catalog's ``retention``) to ``mvp_checkpoints_keep``, unless given.
+
+    The inventory's ``mvp_job_overrides`` and the request win over the setting (mvp_retention.retention).
+
+    :returns: dict ``{setting, models}`` (the job spec's ``checkpoints``) or None without ``retention``.
+    :raises JobSpecError: for a setting that is not a whole number >= 1 (or null), or a given key whose
+        value verl would not read as a number.
+    """
+    keys = set((entry.get("retention") or {}).values())
+    given = {}
+    for source, layer in (("inventory", merged["site_overrides"]), ("request", merged["user"])):
+        for name, value in layer.items():
+            bare = name.lstrip("+~")
+            if bare in keys:
+                given[bare] = (source, merged["field_of"](bare), None if name.startswith("~") else value)
+    try:
+        return retention(entry, overrides, given, keep_setting(defaults.get("checkpoints_keep", DEFAULT_KEEP)),
+                         notes)
+    except RetentionError as exc:
+        _fail(*exc.args)
 
 
 def _kind(value):
@@ -630,8 +707,9 @@ def mvp_job_spec(request, catalog, defaults):
         ``repeat`` (``{group, index, count}`` of ``submit.yml -e repeat=N``, or None),
         ``ray_base`` (``mvp_ray_base``: ray keys merged under the request's, then checked),
         ``watchdog`` (``mvp_watchdog``: {first_step_s, floor_s, factor} of the progress watchdog
-        mvp_entry.py runs beside a trainer) and ``dashboard_port`` (the head's dashboard port, where
-        the watchdog asks for the stacks of the job's actors).
+        mvp_entry.py runs beside a trainer), ``dashboard_port`` (the head's dashboard port, where
+        the watchdog asks for the stacks of the job's actors) and ``checkpoints_keep``
+        (``mvp_checkpoints_keep``: checkpoints each job keeps, k; DEFAULT_KEEP when absent, null: all).
     :returns: dict with submission_id, workload, shared_root, job_dir, code_id,
         code_path, entrypoint, runtime_env, entrypoint_resources,
         entrypoint_num_cpus, trainer_overrides, hydra_config, hydra_overrides
@@ -651,8 +729,10 @@ def mvp_job_spec(request, catalog, defaults):
         (``<job_dir>/logs/hydra``, Hydra's output, passed as ``hydra.run.dir``; None for scripts),
         override_sources (override key without +/~ -> ``catalog``, ``inventory``, ``request`` or
         ``project``: where each trainer override came from; empty for scripts),
-        and paths (every file and folder of the job directory by its name in ``mvp_job.FILES``,
-        plus ``job_dir``: tasks take paths from here instead of joining them).
+        checkpoints (``{setting, models}``: per checkpointed model verl's keep-last-k key, k and where
+        it came from, see mvp_retention.retention; None for scripts), and paths (every file and folder of the job directory by its name in ``mvp_job.FILES``,
+        plus ``job_dir``: tasks take paths from here instead of joining them), and cluster_lock
+        (the catalog's ``cluster_lock`` the job takes through mvp_gate.py, see :func:`cluster_lock`; or None).
         Before returning, the merged overrides are checked: loggers normalised (mvp_loggers),
         sizes >= 1 and GRPO's ``rollout.n`` >= 2 (_check_sizes), every path inside the shared
         storage and Hydra's inside the job (_check_paths); the model under ``common/models``,
@@ -680,6 +760,7 @@ def mvp_job_spec(request, catalog, defaults):
     if entry.get("module"):
         _fill_trainer_overrides(overrides, entry, defaults, submission_id, job_dir, data, model_path, reward)
     resumed = _resume(request, entry, workload, overrides, merged["user"], shared_root, defaults, notes)
+    checkpoints = _retention(entry, overrides, merged, defaults, notes) if entry.get("module") else None
     if entry.get("module"):
         _check_paths(overrides, merged["field_of"], shared_root, job_dir)
         _check_wandb(overrides, merged["field_of"], defaults)
@@ -687,9 +768,15 @@ def mvp_job_spec(request, catalog, defaults):
     metrics = (posixpath.join(job_dir, METRICS_FILE)
                if entry.get("module") and "file" in _as_list(overrides.get("trainer.logger")) else None)
     entrypoint = _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, metrics, watchdog)
+    lock = cluster_lock(entry, overrides)
+    if lock:
+        notes.append("cluster lock %s: %s runs after any earlier job holding it (still PENDING or RUNNING) has "
+                     "ended, waiting in its entrypoint (mvp_gate.py: MVP_GATE_WAIT/MVP_GATE_GO in the driver log); "
+                     "%s" % (lock, submission_id, entry.get("cluster_lock_why") or "the jobs share cluster-wide state"))
     env_vars = _env_vars(entry, site, workload, ray, request, metrics, code_path, tools, submission_id, job_dir)
     needs_gpus, gpus = _gpus(entry, overrides, explicit, notes)
     trainer = bool(entry.get("module"))
+    max_restarts = _max_restarts(request, entry, workload, defaults)
     return {
         "submission_id": submission_id,
         "dataset_columns": _dataset_columns(entry, overrides) if data else {},
@@ -706,6 +793,7 @@ def mvp_job_spec(request, catalog, defaults):
         "dataset": dataset,
         "reward_fn_path": reward,
         "entrypoint": entrypoint,
+        "cluster_lock": lock,
         "runtime_env": dict(ray["runtime_env"], env_vars=env_vars),
         "entrypoint_resources": ray["entrypoint_resources"],
         "entrypoint_num_cpus": ray["entrypoint_num_cpus"],
@@ -722,10 +810,36 @@ def mvp_job_spec(request, catalog, defaults):
         "metrics_file": metrics,
         "world_size": _world_size(overrides) if trainer else None,
         "resume_from": resumed,
+        "checkpoints": checkpoints,
         "repeat": defaults.get("repeat") or None,
         "driver_device": device_set,
         "watchdog": watchdog if metrics else None,
+        "max_restarts": max_restarts,
+        "restart": defaults.get("restart") or None,
+        "request": request,
     }
+
+
+def _max_restarts(request, entry, workload, defaults):
+    """How often a run may be continued automatically after a retryable failure (submit_job).
+
+    :returns: int >= 0: the request's ``max_restarts``, else ``defaults['max_restarts']``
+        (``mvp_max_restarts``), 0 for a workload that cannot resume (no catalog ``resume`` keys).
+    :raises JobSpecError: for a value that is not a whole number >= 0, or > 0 for such a workload.
+    """
+    given = request.get("max_restarts")
+    value = defaults.get("max_restarts", 0) if given is None else given
+    if isinstance(value, bool) or not ((isinstance(value, int) and value >= 0)
+                                       or (isinstance(value, str) and value.isdigit())):
+        _fail("max_restarts" if given is not None else "mvp_max_restarts",
+              "%r is not a whole number >= 0" % (value,), "give 0 (never restart) or the restarts allowed, e.g. 2")
+    value = int(value)
+    if value and not (entry.get("module") and entry.get("resume")):
+        if given is not None:
+            _fail("max_restarts", "workload %s cannot continue from a checkpoint" % workload,
+                  "drop max_restarts (only workloads with `resume` keys in the catalog restart)")
+        return 0
+    return value
 
 
 def _check_identity(request, catalog, defaults):
@@ -926,10 +1040,41 @@ def _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, m
                    "--worker-resource", defaults["worker_resource"]]
         for key in sorted(data):
             program += ["--data", "%s=%s" % (key, data[key])]
+    gate = []
+    lock = cluster_lock(entry, overrides)
+    if lock:
+        gate = [python, "-u", posixpath.join(tools, GATE_TOOL), "--lock", lock,
+                "--log", job_paths(job_dir)["driver_log"],
+                "--dashboard-port", str(defaults.get("dashboard_port") or 8265), "--"]
     return " ".join(shlex.quote(p) for p in
-                    [python, "-u", posixpath.join(tools, "mvp_entry.py"),
-                     "--log", job_paths(job_dir)["driver_log"]]
+                    gate + [python, "-u", posixpath.join(tools, "mvp_entry.py"),
+                            "--log", job_paths(job_dir)["driver_log"]]
                     + _entry_options(entry, metrics, watchdog, defaults) + ["--"] + program)
+
+
+GATE_TOOL = "mvp_gate.py"
+"""The job tool that holds a job back while an earlier job with the same cluster lock runs."""
+
+
+def cluster_lock(entry, overrides):
+    """The cluster-wide lock a job of this catalog entry takes (mvp_gate.py), or None.
+
+    The catalog's ``cluster_lock`` names it (``transfer_queue`` for verl's PPO/GRPO trainer, whose
+    TransferQueue controller is one named actor per Ray cluster); an entry may say which override
+    turns the shared state off with ``cluster_lock_off`` (``{key: value}``, e.g.
+    ``{trainer.use_v1: false}``: the legacy trainer uses no TransferQueue).
+
+    :param entry: dict, the workload's catalog entry.
+    :param overrides: dict, the job's merged trainer overrides.
+    :returns: str or None.
+    """
+    lock = entry.get("cluster_lock")
+    if not lock:
+        return None
+    for key, value in (entry.get("cluster_lock_off") or {}).items():
+        if str(overrides.get(key, "")).lower() == str(value).lower():
+            return None
+    return str(lock)
 
 
 def _env_vars(entry, site, workload, ray, request, metrics, code_path, tools, submission_id, job_dir):
@@ -1066,13 +1211,15 @@ def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
     the code snapshot incomplete, trainer overrides Hydra refused, the model or reward
     function missing, a dataset without the columns the workload reads (naming the prepared
     datasets that have them), a dataset file missing, verl's own start-up checks (or the mirrored
-    trainer checks) refusing the composed config, the submission id taken (job directory or Ray
+    trainer checks) refusing the composed config, no room on the shared storage for the checkpoints the
+    job keeps (mvp_retention.room_problem), the submission id taken (job directory or Ray
     job), more GPUs than Ray reports or a per-node GPU shape no workers give (both only with
     ``check_gpus`` and a GPU workload), no ALIVE worker carrying the entrypoint resource.
 
     :param check: dict returned by the ``ray_submit_check`` module (``missing`` path name ->
         path, ``hydra_errors``, ``dataset_columns``, ``prepared_datasets``, ``verl_errors``, ``job_dir_exists``, ``existing_job``, ``summary`` with
-        ``total_gpus`` and ``alive_workers``).
+        ``total_gpus`` and ``alive_workers``, ``room`` with the model's ``params`` and ``files_bytes`` and
+        the shared storage's ``free_bytes``).
     :param spec: dict from mvp_job_spec.
     :param worker_resource: str, the custom resource every worker carries (mvp_ray_worker_resource).
     :param check_gpus: bool, compare the GPUs asked with the cluster's (submit_job_check_gpus).
@@ -1113,6 +1260,9 @@ def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
         problems.append("verl's own start-up checks (snapshot %s, run on the head before submission) refuse the "
                         "config: %s. Fix: set the key verl names in trainer_overrides (the workload's defaults: "
                         "mvp_workloads / mvp_job_overrides)." % (spec["code_path"], "; ".join(check["verl_errors"])))
+    room = room_problem(check.get("room"), spec.get("checkpoints"), spec.get("trainer_overrides") or {}, root)
+    if room:
+        problems.append(room)
     taken = []
     if check.get("job_dir_exists"):
         taken.append("job directory %s exists" % spec["job_dir"])

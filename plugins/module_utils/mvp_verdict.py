@@ -22,7 +22,9 @@ Inputs come from where Ray and verl put them, never from guesses:
 Causes (the fixed vocabulary, ``CAUSES``): ``node_lost``, ``host_oom``, ``device_oom``,
 ``collective`` (NCCL/Gloo timeout or abort), ``hang`` (the watchdog), ``config_rejected``
 (before the first step), ``user_code`` (the reward function), ``stopped`` (by a person),
-``short_training`` (SUCCEEDED with fewer steps than verl planned), ``unknown``.
+``short_training`` (SUCCEEDED with fewer steps than verl planned), ``no_progress`` (a resumed
+job whose first step is not the checkpoint's step + 1, or that logged none: "resumed without
+progress"), ``unknown``. ``RETRYABLE_CAUSES`` are the ones an automatic restart may follow.
 """
 
 from __future__ import annotations
@@ -37,7 +39,10 @@ except ImportError:  # the job tools' copy: verl_snapshot installs mvp_job.py be
     from mvp_job import FILES  # pylint: disable=import-error
 
 CAUSES = ("node_lost", "host_oom", "device_oom", "collective", "hang", "config_rejected", "user_code",
-          "stopped", "short_training", "unknown")
+          "stopped", "short_training", "no_progress", "unknown")
+# Causes a run may be restarted for (from its newest complete checkpoint): the cluster or the
+# machine failed, not the job's configuration or code (submit_job's max_restarts).
+RETRYABLE_CAUSES = ("node_lost", "host_oom", "collective", "hang")
 # The step count verl plans: RayPPOTrainer prints "Total training steps: N" once its data loaders
 # exist (verl/trainer/ppo/ray_trainer.py); the FSDP engine of an SFT run prints "Total steps: N,
 # num_warmup_steps: W" when it builds the LR scheduler (verl/workers/engine/fsdp/transformer_impl.py).
@@ -227,6 +232,29 @@ def _steps_text(logged, planned, resumed):
     return text + (" after resuming at step %d" % resumed if resumed else "")
 
 
+def _resume_problem(steps, resumed, planned, status):
+    """Why a resumed job made no progress from its checkpoint, or None.
+
+    verl continues at the checkpoint's step + 1 (``global_steps`` restored, then incremented), so
+    the first step a resumed job logs must be ``resumed + 1``; a lower one means it started over
+    (verl#5725, verl#7401). A resumed job that ended SUCCEEDED without a step, with steps left to
+    train, made no progress either.
+
+    :param steps: list of int, the steps logged (verl's file logger).
+    :param resumed: int, the checkpoint step the job continued from (0: not resumed).
+    :param planned: int or None, the steps verl planned.
+    :param status: str, Ray's status (upper case).
+    :returns: str or None.
+    """
+    if not resumed:
+        return None
+    if steps and min(steps) != resumed + 1:
+        return "its first step was %d, the checkpoint's step + 1 is %d" % (min(steps), resumed + 1)
+    if not steps and status == "SUCCEEDED" and not (planned is not None and planned <= resumed):
+        return "it logged no step after resuming at step %d" % resumed
+    return None
+
+
 def classify(status, exit_code=None, message="", log_text="", log_name=FILES["driver_log"],
              steps=(), planned=None, resumed=0, watchdog=None, nodes=(), actors=(), start_ms=None,
              end_ms=None, user_files=(), training=True):
@@ -271,6 +299,11 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
         return done("running", None, "%s, %s so far" % (status or "unknown status", _steps_text(
             len(new_steps), planned, resumed)))
     trained = _steps_text(len(new_steps), planned, resumed)
+    stalled = _resume_problem(steps, resumed, planned, status)
+    if stalled:
+        return done("failed", "no_progress", "resumed without progress: %s" % stalled,
+                    [{"file": FILES["metrics"], "text": "%d step lines, first step %s, last step %s" % (
+                        len(steps), min(steps) if steps else None, last)}])
     if watchdog and watchdog.get("hang"):
         return done("failed", "hang", watchdog.get("summary") or "no progress: stopped by the watchdog",
                     [{"file": FILES["watchdog"], "text": watchdog.get("summary", "")}]

@@ -13,9 +13,15 @@ description:
     has a driver node, where that runs (C(ray.util.state.list_nodes)). Submitting and stopping
     is M(mvp.ray.ray_job).
   - With I(wait=terminal) polls until SUCCEEDED, FAILED or STOPPED. A job that cannot make
-    progress - PENDING past I(pending_timeout), or a placement group of it PENDING past
-    I(pg_pending_timeout) - makes the module fail with C(stalled=true) and a message naming
+    progress - PENDING past I(pending_timeout), or an infeasible placement group of it PENDING
+    past I(pg_pending_timeout) - makes the module fail with C(stalled=true) and a message naming
     what nobody offers; the module never stops a job (the caller decides, with M(mvp.ray.ray_job)).
+  - A placement group of the job that is PENDING is either infeasible - Ray's
+    C(stats.scheduling_state) is C(INFEASIBLE), or (without a decisive state) its shape is bigger
+    than what the ALIVE nodes offer in total - and then stalled once older than
+    I(pg_pending_timeout); or it fits the cluster and waits for resources other jobs hold (Ray says
+    C(NO_RESOURCES)) - then it is never stalled, however long it waits, and is returned in
+    C(waiting_placement_groups) with the jobs holding the resources.
   - Changes nothing and writes no file (an C(_info) module); saving the driver log, the status and
     the verdict into the job directory is M(mvp.ray.ray_job_record).
 version_added: 0.1.0
@@ -41,9 +47,10 @@ options:
     default: 3600
   pg_pending_timeout:
     description:
-      - Seconds a placement group created by this RUNNING job may stay PENDING (Ray's state API,
-        age from the group's creation request). Checked while waiting and, without I(wait), once.
-        C(0) turns the check off.
+      - Seconds a placement group created by this RUNNING job that no node can ever hold may stay
+        PENDING (Ray's state API, age from the group's creation request). A group waiting for
+        resources other jobs hold is reported, never stalled. Checked while waiting and, without
+        I(wait), once. C(0) turns the check (and the waiting report) off.
     type: int
     default: 0
   pg_check_interval:
@@ -102,49 +109,88 @@ stalled:
   type: bool
   returned: on failure
 stalled_placement_groups:
-  description: Each stalled group (name, placement_group_id, shape, waited_s, scheduling_state).
+  description: Each stalled (infeasible) group (name, placement_group_id, shape, waited_s, scheduling_state).
   type: list
   elements: dict
-  returned: when a placement group stalled past I(pg_pending_timeout)
+  returned: when an infeasible placement group stalled past I(pg_pending_timeout)
+waiting_placement_groups:
+  description:
+    - The job's PENDING placement groups that fit the cluster and wait for resources in use, as last
+      seen (with I(wait=terminal), the last check before the end). Each has C(name),
+      C(placement_group_id), C(shape), C(waited_s), C(scheduling_state) and C(waits_for), the other
+      jobs whose placed groups hold resources (C(submission_id), C(job_id), C(status), C(holds)).
+  type: list
+  elements: dict
+  returned: when I(pg_pending_timeout) is not 0
+waiting_msg:
+  description: A sentence saying what the job waits for (empty when nothing waits).
+  type: str
+  returned: when I(pg_pending_timeout) is not 0
 """
 
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, bundle_shapes, list_nodes,
-    list_pending_placement_groups, pending_message, placement, stalled_message,
-    stalled_placement_groups, status_name)
+    CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, bundle_shapes, is_infeasible, job_row, list_nodes,
+    list_placement_groups, pending_groups, pending_message, placement, resource_holders, stalled_message,
+    stalled_placement_groups, status_name, waiting_message)
 
 
 class RayJobInfo(JobModule):
     """Read (and wait for) one submission id through JobSubmissionClient."""
 
+    waiting = None
+    waiting_msg = ""
+
     def check_placement_groups(self, job, first_seen):
-        """Fail when a placement group of the RUNNING job is PENDING past pg_pending_timeout.
+        """Fail when an infeasible placement group of the RUNNING job is PENDING past pg_pending_timeout.
 
         A trainer that asks for a placement group no node can hold waits forever (verl calls
-        ``ray.get(pg.ready())`` without a deadline). Does nothing when the deadline is 0, the
-        job is not RUNNING or has no Ray job id yet.
+        ``ray.get(pg.ready())`` without a deadline). A group that fits but waits for resources
+        other jobs hold is recorded in ``self.waiting`` / ``self.waiting_msg`` instead. Does
+        nothing when the deadline is 0, the job is not RUNNING or has no Ray job id yet.
         """
         timeout = self.params["pg_pending_timeout"]
         if not timeout or status_name(job.get("status")) != "RUNNING" or not job.get("job_id"):
             return
+        now = time.time()
         try:
-            groups = list_pending_placement_groups(self.state_api, self.params["address"])
+            groups = list_placement_groups(self.state_api, self.params["address"])
+            pending = pending_groups(groups, job["job_id"], now, first_seen)
+            nodes = list_nodes(self.state_api, self.params["address"]) if pending else []
         except Exception:  # the state API is best effort here; the next poll tries again
             return
-        stalled = stalled_placement_groups(groups, job["job_id"], time.time(), timeout, first_seen)
-        if not stalled:
-            return
-        nodes = list_nodes(self.state_api, self.params["address"])
-        self.module.fail_json(
-            msg=stalled_message(self.params["submission_id"], stalled, nodes, timeout), job=job, stalled=True,
-            stalled_placement_groups=[
-                {"name": group["name"], "placement_group_id": group["placement_group_id"],
-                 "shape": bundle_shapes(group), "waited_s": round(age, 1),
-                 "scheduling_state": (group.get("stats") or {}).get("scheduling_state")}
-                for group, age in stalled])
+        stalled = stalled_placement_groups([group for group, _age in pending], job["job_id"], now, timeout, nodes,
+                                           first_seen)
+        waiting = [(g, age) for g, age in pending if not is_infeasible(g, nodes)]
+        self.waiting, self.waiting_msg = [], ""
+        if waiting:
+            try:
+                jobs = [dict(job_row(d), job_id=getattr(d, "job_id", None)) for d in self.client.list_jobs()]
+            except Exception:  # naming the holders is best effort; their Ray job ids remain
+                jobs = []
+            holders = resource_holders(groups, jobs, job["job_id"])
+            self.waiting = [dict(self._group_row(g, age), waits_for=holders) for g, age in waiting]
+            self.waiting_msg = waiting_message(self.params["submission_id"], waiting, holders)
+        if stalled:
+            self.module.fail_json(
+                msg=stalled_message(self.params["submission_id"], stalled, nodes, timeout), job=job, stalled=True,
+                stalled_placement_groups=[self._group_row(g, age) for g, age in stalled],
+                **self._waiting_result())
+
+    @staticmethod
+    def _group_row(group, age):
+        """One placement group as the module returns it."""
+        return {"name": group["name"], "placement_group_id": group["placement_group_id"],
+                "shape": bundle_shapes(group), "waited_s": round(age, 1),
+                "scheduling_state": (group.get("stats") or {}).get("scheduling_state")}
+
+    def _waiting_result(self):
+        """The waiting report's return values (none when the check is off)."""
+        if not self.params["pg_pending_timeout"]:
+            return {}
+        return {"waiting_placement_groups": self.waiting or [], "waiting_msg": self.waiting_msg}
 
     def wait_terminal(self, job):
         """Poll until the job is terminal; fail (stalled) or time out as the options say."""
@@ -187,6 +233,7 @@ class RayJobInfo(JobModule):
         where = placement(self.state_api, self.params["address"], job, self.params["worker_resource"])
         if where:
             result["placement"] = where
+        result.update(self._waiting_result())
         self.module.exit_json(job=job, **result)
 
 

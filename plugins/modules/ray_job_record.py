@@ -53,7 +53,7 @@ verdict:
   description: >-
     The project's verdict - verdict (C(trained), C(succeeded), C(failed), C(running)), cause (C(node_lost),
     C(host_oom), C(device_oom), C(collective), C(hang), C(config_rejected), C(user_code), C(stopped),
-    C(short_training), C(unknown)), summary (one line), evidence (list of {file, line, text} or
+    C(short_training), C(no_progress), C(unknown)), summary (one line), evidence (list of {file, line, text} or
     {source, text}), steps ({logged, last, planned, resumed}); also written into the status file.
   type: dict
   returned: when Ray knows the job

@@ -26,6 +26,8 @@ description:
     config in a subprocess of the nodes' Python (module_utils C(mvp_verl_rules) - verl's
     C(validate_config) and config classes; skipped, not failed, without torch) and checks
     that exist in verl only inside a trainer, mirrored; reports them in C(verl_errors).
+  - With I(room), the model's parameter count and the shared storage's free bytes, so a job is refused
+    when the checkpoints it keeps (the workload's verl retention keys) would not fit.
   - Read-only; never fails on what it finds (only when the Jobs/State API cannot be
     reached, with the address in the message, or hydra-core is missing). Supports check mode.
 version_added: 0.1.0
@@ -64,6 +66,12 @@ options:
       snapshot with that Python (the nodes' venv) and report them in C(verl_errors) and C(verl_check).
       Results are kept per config in C(cache_dir) on the node (default C(<tmp>/mvp-verl-checks)), so
       the same config of a later job is answered without importing verl again.
+    type: dict
+  room:
+    description: >-
+      C({model_path, shared_root}) - count the model's parameters (safetensors headers, else weight file
+      sizes, else config.json; module_utils C(mvp_retention.model_size)) and the free bytes of the file
+      system holding C(shared_root)/jobs (C(os.statvfs)), for the check that the job's checkpoints fit.
     type: dict
   resource:
     description: Custom resource that marks worker nodes (counted in C(summary)).
@@ -143,6 +151,13 @@ verl_errors:
   type: list
   elements: str
   returned: always
+room:
+  description: >-
+    C({params, source, files_bytes, free_bytes, total_bytes, path}) - the model's parameter count (null when
+    it could not be read; C(source) says how or why not), its files' bytes, and the free and total bytes
+    (for an unprivileged user) of the file system of C(path), the shared storage's jobs folder. Null without I(room).
+  type: dict
+  returned: always
 verl_check:
   description: >-
     C({skipped, seconds, wall, cached}) of the snapshot's checks (null without I(verl_checks)); C(seconds)
@@ -159,6 +174,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     CONNECTION_ARGS, import_ray, job_info_or_none, list_nodes, status_name, summarize, use_auth_token)
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_retention import model_size
 
 
 # Results of verl's start-up checks per config, on the node (see mvp_verl_rules.start_snapshot_checks).
@@ -240,6 +256,29 @@ def dataset_columns(datasets):
     return found, prepared, None
 
 
+def storage_room(room):
+    """The model's size and the shared storage's free bytes, for the checkpoint room check (or None).
+
+    :param room: dict ``{model_path, shared_root}`` or None.
+    :returns: dict ``{params, source, files_bytes, free_bytes, total_bytes, path}``; ``params`` None when
+        the model is missing or unreadable (the missing model is reported on its own), ``free_bytes`` None
+        when the file system cannot be read.
+    """
+    if not room:
+        return None
+    result = {"params": None, "source": "no model", "files_bytes": 0}
+    if room.get("model_path") and os.path.isdir(room["model_path"]):
+        result = model_size(room["model_path"])
+    root = room["shared_root"]
+    path = os.path.join(root, "jobs") if os.path.isdir(os.path.join(root, "jobs")) else root
+    try:
+        stat = os.statvfs(path)
+        free, total = stat.f_bavail * stat.f_frsize, stat.f_blocks * stat.f_frsize
+    except OSError:
+        free = total = None
+    return dict(result, free_bytes=free, total_bytes=total, path=path)
+
+
 def start_verl_check(hydra, verl_checks, job_dir, submission_id):
     """Start the snapshot's start-up checks (a subprocess) so they run while the rest is looked at.
 
@@ -293,6 +332,7 @@ def main():
             hydra=dict(type="dict"),
             datasets=dict(type="dict"),
             verl_checks=dict(type="dict"),
+            room=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -309,6 +349,7 @@ def main():
     verl = start_verl_check(hydra, params["verl_checks"], params["job_dir"], params["submission_id"])
     columns, prepared, skipped = dataset_columns(params["datasets"])
     result.update(dataset_columns=columns, prepared_datasets=prepared, dataset_schema_skipped=skipped)
+    result["room"] = storage_room(params["room"])
     client_cls, state = import_ray(module)
     headers = use_auth_token(params["auth_token"])
     address = params["address"]

@@ -194,6 +194,11 @@ def cases(tmp, existing_id):
          ["-e", "workload=grpo"] + model + ["-e", '{"trainer_overrides": {"data.train_batch_size": 3}}'],
          "verl.utils.config.validate_config: ValueError: train_batch_size (3) must be >= "
          "actor.ppo_mini_batch_size", "torch"),
+        # Issue 24: room on the shared storage for the k + 1 checkpoints the job keeps (the model's
+        # parameters estimated on the head from bad-input-model's config.json).
+        ("no room for the checkpoints kept", "submit.yml",
+         ["-e", "workload=sft"] + model + ["-e", "mvp_checkpoints_keep=1000000000000"],
+         "no room on the shared storage for this job's checkpoints: one checkpoint is about"),
         ("report without runs", "report.yml", [], "Name the runs: -e submission_ids=A,B"),
         ("report of an unknown job", "report.yml", ["-e", "submission_ids=no-such-job"],
          "no job directory for no-such-job under /private/jobs"),
@@ -219,6 +224,10 @@ def prepare(host_shared, head_container):
                        check=False)
         listener.wait(timeout=30)
     os.makedirs(os.path.join(host_shared, "common/models/bad-input-model"), exist_ok=True)
+    # A decoder's dimensions only (no weights): the room check estimates its parameters from them.
+    write(os.path.join(host_shared, "common/models/bad-input-model/config.json"),
+          '{"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, '
+          '"intermediate_size": 256, "vocab_size": 512, "tie_word_embeddings": true}\n')
     broken = os.path.join(host_shared, "common/code/verl/bad-input-no-marker/verl")
     os.makedirs(broken, exist_ok=True)
     write(os.path.join(broken, "__init__.py"), "")

@@ -18,8 +18,13 @@ def make_job(jobs, name, workload, losses, verdict=None, checkpoint_steps=()):
         json.dumps({"step": step, "data": {"train/loss": loss}}) + "\n" for step, loss in enumerate(losses, 1)))
     if verdict:
         (job / "logs" / "status.json").write_text(json.dumps(verdict))
-    for step in checkpoint_steps:
-        (job / "checkpoints" / ("global_step_%d" % step)).mkdir()
+    for step in checkpoint_steps:  # one rank's shards: a complete checkpoint of world size 1
+        folder = job / "checkpoints" / ("global_step_%d" % step)
+        folder.mkdir()
+        for kind in ("model", "optim", "extra_state"):
+            (folder / ("%s_world_size_1_rank_0.pt" % kind)).write_text("weights")
+    if checkpoint_steps:
+        (job / "checkpoints" / "latest_checkpointed_iteration.txt").write_text(str(max(checkpoint_steps)))
     return job
 
 
@@ -39,7 +44,7 @@ def test_a_trained_job(tmp_path):
     assert lines[0] == "== summary of job sft-a (sft) =="
     assert verdict["summary"] in lines[1]
     assert "train/loss first %.4g (step 1) -> last %.4g (step %d)" % (losses[0], losses[-1], len(losses)) in out
-    assert "%s (newest: global_step_4)" % (job / "checkpoints") in out
+    assert "%s (newest complete: global_step_4)" % (job / "checkpoints") in out
     assert str(job / "logs" / "metrics.jsonl") in out
     assert lines[-1] == "compare runs: ansible-playbook report.yml -e workload=sft -e last=2"
 

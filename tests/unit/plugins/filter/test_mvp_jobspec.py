@@ -30,6 +30,14 @@ def test_every_workload_runs_on_a_worker_with_the_snapshot_first(workload, catal
     assert path[-1] == "${PYTHONPATH}"
     assert result["job_dir"] == "/private/jobs/job-1"
     words = argv(result["entrypoint"])
+    # Workloads with a cluster lock (ppo, grpo: verl's TransferQueue) start behind mvp_gate.py.
+    lock = catalog[workload].get("cluster_lock")
+    assert result["cluster_lock"] == lock
+    if lock:
+        gate = words[:words.index("--") + 1]
+        assert gate == ["python", "-u", "/private/common/code/mvp_tools/mvp_gate.py", "--lock", lock,
+                        "--log", "/private/jobs/job-1/logs/driver.log", "--dashboard-port", gate[-2], "--"]
+        words = words[len(gate):]
     assert words[:3] == ["python", "-u", "/private/common/code/mvp_tools/mvp_entry.py"]
     assert words[3:5] == ["--log", "/private/jobs/job-1/logs/driver.log"]
     program = words[words.index("--") + 1:]
@@ -271,7 +279,8 @@ def test_resume_from_points_the_trainer_at_the_newest_checkpoint(workload, catal
     assert "%s=resume_path" % keys["mode_key"] in words
     assert "%s=%s" % (keys["path_key"], run["checkpoint"]["path"]) in words
     assert result["resume_from"] == {"submission_id": "sft-old", "step": 6, "path": run["checkpoint"]["path"],
-                                     "world_size": run["checkpoint"]["world_size"]}
+                                     "world_size": run["checkpoint"]["world_size"], "checkpoint_of": "sft-old",
+                                     "skipped": []}
     # The new job still writes its own checkpoints.
     assert "trainer.default_local_dir=/private/jobs/job-2/checkpoints" in words
 
@@ -300,6 +309,55 @@ def test_resume_world_size_follows_the_request_overrides(earlier_run, resume_spe
     assert result["world_size"] == 6 and result["resume_from"]["world_size"] == 6
 
 
+def test_resume_falls_back_to_the_run_the_failed_attempt_continued(catalog, earlier_run, spec_defaults):
+    """An attempt that saved no complete checkpoint: the checkpoint of the attempt it continued is used, and said."""
+    parent = earlier_run(step=4, submission_id="run-a")
+    skipped = [{"step": 6, "path": "/private/jobs/run-a-r1/checkpoints/global_step_6", "why": "optim missing"}]
+    attempt = earlier_run(submission_id="run-a-r1", spec={"resume_from": {"submission_id": "run-a", "step": 4}})
+    attempt["checkpoint"] = {"step": None, "path": None, "world_size": None, "skipped": skipped}
+    result = mvp_job_spec({"workload": "sft", "submission_id": "run-a-r2", "resume_from": "run-a-r1"}, catalog,
+                          dict(spec_defaults, resume_run=attempt, resume_parents=[parent]))
+    assert result["resume_from"]["path"] == parent["checkpoint"]["path"]
+    assert result["resume_from"]["checkpoint_of"] == "run-a"
+    assert result["resume_from"]["skipped"] == [dict(skipped[0], submission_id="run-a-r1")]
+    notes = " ".join(result["notes"])
+    assert "skipped checkpoint global_step_6 of run-a-r1: optim missing" in notes
+    assert "continues run-a-r1 from the checkpoint at step 4 of run-a" in notes
+
+
+def test_resume_refuses_when_no_attempt_has_a_complete_checkpoint(catalog, earlier_run, spec_defaults):
+    attempt = earlier_run(submission_id="run-b")
+    attempt["checkpoint"] = {"step": None, "path": None, "world_size": None,
+                             "skipped": [{"step": 2, "path": "p", "why": "model_world_size_2_rank_{1}.pt missing"}]}
+    with pytest.raises(Exception) as err:
+        mvp_job_spec({"workload": "sft", "submission_id": "run-b-r1", "resume_from": "run-b"}, catalog,
+                     dict(spec_defaults, resume_run=attempt))
+    assert "run-b saved no complete checkpoint" in str(err.value)
+    assert "global_step_2 (model_world_size_2_rank_{1}.pt missing)" in str(err.value)
+
+
+@pytest.mark.parametrize("request_value, default, workload, expected", [
+    (None, 2, "sft", 2), (0, 2, "sft", 0), ("3", 0, "grpo", 3), (None, 2, "selftest", 0)])
+def test_max_restarts_comes_from_the_request_or_the_setting(catalog, spec_defaults, request_value, default,
+                                                            workload, expected):
+    request = {"workload": workload, "submission_id": "job-3"}
+    if request_value is not None:
+        request["max_restarts"] = request_value
+    result = mvp_job_spec(request, catalog, dict(spec_defaults, max_restarts=default))
+    assert result["max_restarts"] == expected
+    assert result["request"] == request and result["restart"] is None
+
+
+@pytest.mark.parametrize("request_value, workload, message", [
+    (-1, "sft", "-1 is not a whole number"), ("two", "sft", "'two' is not a whole number"),
+    (True, "sft", "True is not a whole number"), (1, "selftest", "selftest cannot continue from a checkpoint")])
+def test_max_restarts_refusals_name_the_field(catalog, spec_defaults, request_value, workload, message):
+    with pytest.raises(Exception) as err:
+        mvp_job_spec({"workload": workload, "submission_id": "job-4", "max_restarts": request_value}, catalog,
+                     spec_defaults)
+    assert message in str(err.value) and "max_restarts" in str(err.value)
+
+
 def test_selftest_cannot_resume(earlier_run, resume_spec):
     with pytest.raises(Exception) as err:
         resume_spec(earlier_run("selftest", world_size=1), workload="selftest")
@@ -325,3 +383,13 @@ def test_resume_at_the_earlier_run_end_notes_that_nothing_is_left_to_train(earli
     assert not any("nothing left to train" in note for note in longer["notes"])
     run["last_step"] = 8  # the checkpoint is older than the run's last step: steps remain
     assert not any("nothing left to train" in note for note in resume_spec(run, workload="sft")["notes"])
+
+
+def test_transfer_queue_jobs_take_the_cluster_lock_unless_the_legacy_trainer_is_asked(catalog, spec):
+    assert catalog["grpo"]["cluster_lock"] == catalog["ppo"]["cluster_lock"] == "transfer_queue"
+    grpo = spec(workload="grpo", submission_id="grpo-7")
+    assert grpo["cluster_lock"] == "transfer_queue"
+    assert [n for n in grpo["notes"] if n.startswith("cluster lock transfer_queue: grpo-7 runs after")]
+    legacy = spec(workload="grpo", trainer_overrides={"trainer.use_v1": False})
+    assert legacy["cluster_lock"] is None and "mvp_gate.py" not in legacy["entrypoint"]
+    assert spec(workload="sft")["cluster_lock"] is None

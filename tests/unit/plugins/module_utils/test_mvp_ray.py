@@ -1,4 +1,6 @@
 """Unit tests of the pure parts of the Ray modules (no cluster needed)."""
+import pytest
+
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     auth_headers, node_ip_for, node_to_dict, pending_message, status_name, summarize, use_auth_token)
 
@@ -92,13 +94,79 @@ def test_job_info_or_none_maps_an_unknown_id_to_none_and_raises_other_errors():
         job_info_or_none(Client(RuntimeError("Request failed with status code 500")), "a")
 
 
-def _group(pg_id, job, created_s=None, bundles=None, state="PENDING", strategy="STRICT_PACK"):
-    stats = {"scheduling_state": "INFEASIBLE"}
+def _group(pg_id, job, created_s=None, bundles=None, state="PENDING", strategy="STRICT_PACK",
+           scheduling_state="INFEASIBLE"):
+    stats = {"scheduling_state": scheduling_state} if scheduling_state else {}
     if created_s is not None:
         stats["creation_request_received_ns"] = int(created_s * 1e9)
     return {"placement_group_id": pg_id, "name": "pool_%s" % pg_id, "creator_job_id": job, "state": state,
             "bundles": bundles or [{"unit_resources": {"CPU": 10.0, "GPU": 1.0}}], "strategy": strategy,
             "stats": stats}
+
+
+# Two ALIVE workers (16 CPU, 1 GPU each, as the local inventory starts them), a head without
+# CPUs and a DEAD worker whose resources no longer count.
+PG_NODES = [{"node_ip": "10.0.0.1", "state": "ALIVE", "resources_total": {"CPU": 0.0, "node:10.0.0.1": 1.0}},
+         {"node_ip": "10.0.0.2", "state": "ALIVE", "resources_total": {"CPU": 16.0, "GPU": 1.0, "memory": 9.0}},
+         {"node_ip": "10.0.0.3", "state": "ALIVE", "resources_total": {"CPU": 16.0, "GPU": 1.0}},
+         {"node_ip": "10.0.0.4", "state": "DEAD", "resources_total": {"CPU": 64.0, "GPU": 8.0}}]
+
+
+@pytest.mark.parametrize("strategy,bundles,fits", [
+    # one {"CPU": 10, "GPU": 1} per worker: both fit, side by side or packed where possible
+    ("PACK", [{"CPU": 10.0, "GPU": 1.0}] * 2, True),
+    ("STRICT_SPREAD", [{"CPU": 10.0, "GPU": 1.0}] * 2, True),
+    # two GPUs on one node: no ALIVE node has two (the DEAD one does not count)
+    ("STRICT_PACK", [{"CPU": 10.0, "GPU": 1.0}] * 2, False),
+    # three GPU bundles on a cluster of two GPUs, however spread
+    ("PACK", [{"CPU": 1.0, "GPU": 1.0}] * 3, False),
+    ("STRICT_SPREAD", [{"CPU": 1.0}] * 3, False),
+    # one bundle bigger than every node
+    ("SPREAD", [{"CPU": 17.0}], False),
+    ("PACK", [{"TPU": 1.0}], False),
+])
+def test_never_fits_reason_judges_the_shape_against_the_alive_nodes_totals(strategy, bundles, fits):
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import is_infeasible, never_fits_reason
+
+    group = _group("g", "01", bundles=[{"unit_resources": b} for b in bundles], strategy=strategy,
+                   scheduling_state=None)
+    reason = never_fits_reason(group, PG_NODES)
+    assert (reason is None) is fits, reason
+    assert is_infeasible(group, PG_NODES) is (not fits)
+
+
+def test_rays_scheduling_state_decides_before_the_shape():
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import is_infeasible
+
+    small = [{"unit_resources": {"CPU": 1.0}}]
+    huge = [{"unit_resources": {"GPU": 99.0}}]
+    assert is_infeasible(_group("a", "01", bundles=small, scheduling_state="INFEASIBLE"), PG_NODES) is True
+    assert is_infeasible(_group("b", "01", bundles=huge, scheduling_state="NO_RESOURCES"), PG_NODES) is False
+    assert is_infeasible(_group("c", "01", bundles=huge, scheduling_state="QUEUED"), PG_NODES) is True
+    assert is_infeasible(_group("d", "01", bundles=small, scheduling_state="SCHEDULING_STARTED"), PG_NODES) is False
+
+
+def test_resource_holders_name_other_jobs_placed_groups_by_submission_id():
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import resource_holders, waiting_message
+
+    unit = {"CPU": 10.0, "GPU": 1.0}
+    groups = [_group("mine-placed", "03", state="CREATED"), _group("mine", "03", scheduling_state="NO_RESOURCES"),
+              _group("a1", "01", state="CREATED", bundles=[{"unit_resources": unit}]),
+              _group("a2", "01", state="CREATED", bundles=[{"unit_resources": {"CPU": 1.0}}]),
+              _group("gone", "02", state="REMOVED"), _group("anon", "0a", state="CREATED")]
+    jobs = [{"submission_id": "grpo-a", "job_id": "01", "status": "RUNNING"},
+            {"submission_id": "grpo-b", "job_id": "02", "status": "SUCCEEDED"}]
+    holders = resource_holders(groups, jobs, "03")
+    assert holders == [
+        {"submission_id": "grpo-a", "job_id": "01", "status": "RUNNING",
+         "holds": ['1 x {"CPU": 10.0, "GPU": 1.0} (STRICT_PACK)', '1 x {"CPU": 1.0} (STRICT_PACK)']},
+        {"submission_id": None, "job_id": "0a", "status": None,
+         "holds": ['1 x {"CPU": 10.0, "GPU": 1.0} (STRICT_PACK)']}]
+    msg = waiting_message("grpo-c", [(groups[1], 42.0)], holders)
+    assert msg.startswith("Ray job grpo-c is waiting")
+    assert "pool_mine for 42 s for 1 x" in msg and "Ray says NO_RESOURCES" in msg
+    assert "grpo-a (RUNNING, holds" in msg and "Ray job 0a" in msg
+    assert "no other job" in waiting_message("grpo-c", [(groups[1], 1.0)], [])
 
 
 def test_bundle_shapes_count_identical_bundles_and_name_the_strategy():
@@ -116,9 +184,12 @@ def test_only_this_jobs_groups_pending_past_the_deadline_are_stalled():
     groups = [_group("old", "01", created_s=now - 200), _group("young", "01", created_s=now - 10),
               _group("other-job", "02", created_s=now - 500), _group("placed", "01", created_s=now - 900,
                                                                      state="CREATED")]
-    stalled = stalled_placement_groups(groups, "01", now, 120)
+    stalled = stalled_placement_groups(groups, "01", now, 120, PG_NODES)
     assert [(g["placement_group_id"], round(age)) for g, age in stalled] == [("old", 200)]
-    assert stalled_placement_groups(groups, None, now, 120) == []
+    assert stalled_placement_groups(groups, None, now, 120, PG_NODES) == []
+    # The same old group, waiting for resources in use (Ray: NO_RESOURCES): never stalled.
+    busy = [dict(groups[0], stats=dict(groups[0]["stats"], scheduling_state="NO_RESOURCES"))]
+    assert stalled_placement_groups(busy, "01", now, 120, PG_NODES) == []
 
 
 def test_groups_without_a_creation_time_age_from_first_sight():
@@ -126,10 +197,10 @@ def test_groups_without_a_creation_time_age_from_first_sight():
 
     seen = {}
     group = _group("x", "01")
-    assert stalled_placement_groups([group], "01", 100.0, 30, seen) == []
+    assert stalled_placement_groups([group], "01", 100.0, 30, PG_NODES, seen) == []
     assert seen == {"x": 100.0}
-    assert stalled_placement_groups([group], "01", 120.0, 30, seen) == []
-    assert [round(a) for _, a in stalled_placement_groups([group], "01", 131.0, 30, seen)] == [31]
+    assert stalled_placement_groups([group], "01", 120.0, 30, PG_NODES, seen) == []
+    assert [round(a) for _, a in stalled_placement_groups([group], "01", 131.0, 30, PG_NODES, seen)] == [31]
 
 
 def test_stalled_message_names_shape_scheduling_state_and_offers():

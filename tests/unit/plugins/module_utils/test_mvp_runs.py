@@ -142,28 +142,83 @@ def test_missing_metrics_file_means_no_metrics(tmp_path):
     assert read_metrics(str(tmp_path / "logs" / "metrics.jsonl")) == {"series": {}, "last_step": 0, "bad_lines": 0}
 
 
-def test_latest_checkpoint_prefers_the_marker_when_its_folder_exists(tmp_path):
-    """latest_checkpointed_iteration.txt names the step used even when a higher folder exists."""
+KINDS = ("model", "optim", "extra_state")
+
+
+def _save(ckpt, step, world, subdirs=("",), skip=(), empty=()):
+    """Write a verl checkpoint folder: every kind's shard per rank (minus ``skip``, ``empty`` ones of size 0)."""
+    folder = ckpt / ("global_step_%d" % step)
+    for sub in subdirs:
+        for kind in KINDS:
+            for rank in range(world):
+                name = "%s_world_size_%d_rank_%d.pt" % (kind, world, rank)
+                rel = os.path.join(sub, name) if sub else name
+                if rel in skip:
+                    continue
+                _write(folder / rel, "" if rel in empty else "weights")
+    return folder
+
+
+def test_latest_checkpoint_skips_a_folder_newer_than_the_tracker(tmp_path):
+    """latest_checkpointed_iteration.txt names the newest finished save: a newer folder is skipped, and said."""
     ckpt = tmp_path / "checkpoints"
     for step in (4, 8):
-        _write(ckpt / ("global_step_%d" % step) / "model_world_size_2_rank_0.pt", "x")
+        _save(ckpt, step, 2)
     _write(ckpt / "latest_checkpointed_iteration.txt", "4\n")
-    found = latest_checkpoint(str(ckpt))
-    assert found == {"step": 4, "path": os.path.join(str(ckpt), "global_step_4"), "world_size": 2}
+    found = latest_checkpoint(str(ckpt), world_size=2)
+    assert (found["step"], found["path"], found["world_size"]) == (4, str(ckpt / "global_step_4"), 2)
+    assert [s["step"] for s in found["skipped"]] == [8]
+    assert "latest_checkpointed_iteration.txt (4)" in found["skipped"][0]["why"]
 
 
-def test_latest_checkpoint_falls_back_to_the_highest_step_when_the_marker_folder_is_missing(tmp_path):
-    """A marker naming a folder that does not exist (or garbage) falls back to the highest global_step."""
+def test_latest_checkpoint_skips_a_checkpoint_missing_a_rank_for_the_one_before(tmp_path):
+    """A missing rank shard (verl#4024) makes the newest incomplete; the one before is used."""
+    ckpt = tmp_path / "checkpoints"
+    world = 2
+    _save(ckpt, 4, world)
+    missing = "optim_world_size_%d_rank_%d.pt" % (world, world - 1)
+    _save(ckpt, 8, world, skip=(missing,))
+    _write(ckpt / "latest_checkpointed_iteration.txt", "8")
+    found = latest_checkpoint(str(ckpt), world_size=world)
+    assert found["step"] == 4
+    assert found["skipped"][0]["step"] == 8
+    assert "optim_world_size_%d_rank_{%d}.pt missing" % (world, world - 1) in found["skipped"][0]["why"]
+
+
+def test_latest_checkpoint_checks_every_subfolder_and_empty_shards(tmp_path):
+    """main_ppo saves actor/ and critic/: an empty critic shard makes that step incomplete."""
+    ckpt = tmp_path / "checkpoints"
+    _save(ckpt, 2, 1, subdirs=("actor", "critic"))
+    _save(ckpt, 4, 1, subdirs=("actor", "critic"), empty=("critic/model_world_size_1_rank_0.pt",))
+    _write(ckpt / "latest_checkpointed_iteration.txt", "4")
+    found = latest_checkpoint(str(ckpt), world_size=1)
+    assert found["step"] == 2
+    assert "critic/model_world_size_1_rank_{0}.pt empty" in found["skipped"][0]["why"]
+
+
+def test_latest_checkpoint_refuses_shards_of_another_world_size(tmp_path):
+    """Shards written by 2 ranks do not serve a job of world size 4 (verl#2265): none is complete."""
+    ckpt = tmp_path / "checkpoints"
+    _save(ckpt, 4, 2)
+    _write(ckpt / "latest_checkpointed_iteration.txt", "4")
+    found = latest_checkpoint(str(ckpt), world_size=4)
+    assert found["step"] is None and found["path"] is None
+    assert "world size 2, the job has 4" in found["skipped"][0]["why"]
+    assert latest_checkpoint(str(ckpt))["step"] == 4  # no world size given: the shards' own is used
+
+
+def test_latest_checkpoint_without_a_tracker_trusts_only_an_older_folder(tmp_path):
+    """No (or an unreadable) tracker: the newest of several folders may be half written and is skipped."""
     ckpt = tmp_path / "checkpoints"
     steps = [4, 8]
     for step in steps:
-        _write(ckpt / ("global_step_%d" % step) / "model_world_size_2_rank_0.pt", "x")
-    _write(ckpt / "latest_checkpointed_iteration.txt", "12")
-    assert latest_checkpoint(str(ckpt))["step"] == max(steps)
+        _save(ckpt, step, 2)
+    assert latest_checkpoint(str(ckpt))["step"] == min(steps)
     _write(ckpt / "latest_checkpointed_iteration.txt", "not a number")
+    assert latest_checkpoint(str(ckpt))["step"] == min(steps)
+    _write(ckpt / "latest_checkpointed_iteration.txt", "12")
     found = latest_checkpoint(str(ckpt))
-    assert found["step"] == max(steps)
-    assert found["path"] == os.path.join(str(ckpt), "global_step_%d" % max(steps))
+    assert found["step"] == max(steps) and found["skipped"] == []
 
 
 def test_latest_checkpoint_is_none_without_checkpoints(tmp_path):
@@ -199,10 +254,11 @@ def test_world_size_ignores_shards_deeper_than_one_level(tmp_path):
 def test_latest_checkpoint_reads_the_main_ppo_layout(tmp_path):
     """A main_ppo checkpoint reports the world size of its actor/ shards."""
     ckpt = tmp_path / "checkpoints"
-    _write(ckpt / "global_step_2" / "actor" / "model_world_size_4_rank_0.pt", "x")
+    world = 4
+    _save(ckpt, 2, world, subdirs=("actor",))
     _write(ckpt / "latest_checkpointed_iteration.txt", "2")
     assert latest_checkpoint(str(ckpt)) == {"step": 2, "path": os.path.join(str(ckpt), "global_step_2"),
-                                            "world_size": 4}
+                                            "world_size": world, "skipped": [], "tracker": 2}
 
 
 def test_read_run_collects_spec_status_metrics_and_checkpoint(tmp_path):
@@ -212,8 +268,8 @@ def test_read_run_collects_spec_status_metrics_and_checkpoint(tmp_path):
     status = {"submission_id": "sft-1", "status": "SUCCEEDED", "message": "", "start_time": 1000, "end_time": 9000}
     records = TRAIN_LINES + VAL_LINES
     job = _make_job(tmp_path / "jobs", "sft-1", spec=spec, status=status, records=records,
-                    checkpoints=["global_step_4/model_world_size_2_rank_0.pt",
-                                 "global_step_8/model_world_size_2_rank_0.pt"])
+                    checkpoints=["global_step_%d/model_world_size_2_rank_%d.pt" % (step, rank)
+                                 for step in (4, 8) for rank in (0, 1)])
     _write(os.path.join(job, "checkpoints", "latest_checkpointed_iteration.txt"), "8")
     with open(os.path.join(job, "logs", "metrics.jsonl"), "a", encoding="utf-8") as handle:
         handle.write('{"step": 9, "data": {"train/lo')

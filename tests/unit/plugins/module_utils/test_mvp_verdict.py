@@ -71,6 +71,30 @@ def test_resumed_job_counts_only_its_new_steps():
     assert nothing["cause"] == "short_training" and "trained 0 of 0 steps" in nothing["summary"]
 
 
+@pytest.mark.parametrize("status", ["SUCCEEDED", "FAILED"])
+def test_a_resumed_job_that_started_over_made_no_progress(status):
+    """verl#5725/#7401: a resume that restarts at step 1 is not a resume, whatever Ray says."""
+    resumed, planned = 4, 8
+    steps = list(range(1, planned + 1))
+    record = mvp_verdict.classify(status, exit_code=0 if status == "SUCCEEDED" else 1,
+                                  log_text="Total training steps: %d\n" % planned, steps=steps, resumed=resumed)
+    assert record["verdict"] == "failed" and record["cause"] == "no_progress"
+    assert "resumed without progress" in record["summary"]
+    assert "first step was %d, the checkpoint's step + 1 is %d" % (min(steps), resumed + 1) in record["summary"]
+    assert record["cause"] not in mvp_verdict.RETRYABLE_CAUSES
+
+
+def test_a_resumed_job_that_logged_nothing_with_steps_left_made_no_progress():
+    record = mvp_verdict.classify("SUCCEEDED", exit_code=0, log_text="Total training steps: 8\n", steps=[], resumed=4)
+    assert record["cause"] == "no_progress" and "logged no step after resuming at step 4" in record["summary"]
+
+
+def test_a_resumed_job_that_failed_again_before_its_first_step_keeps_the_failure_cause():
+    record = mvp_verdict.classify("FAILED", exit_code=1, log_text="ray.exceptions.NodeDiedError: gone\n",
+                                  steps=[], resumed=4)
+    assert record["cause"] == "node_lost" and record["cause"] in mvp_verdict.RETRYABLE_CAUSES
+
+
 def test_a_script_workload_only_needs_to_succeed():
     record = mvp_verdict.classify("SUCCEEDED", exit_code=0, log_text="ok\n", training=False)
     assert record["verdict"] == "succeeded" and record["cause"] is None

@@ -147,6 +147,9 @@ class FakeRay(object):
                 del fake.jobs[submission_id]
                 return True
 
+            def list_jobs(self):
+                return [JobDetails(**fields) for fields in fake.jobs.values()]
+
             def get_job_logs(self, submission_id):
                 logs = fake.logs.get(submission_id, "")
                 if isinstance(logs, Exception):

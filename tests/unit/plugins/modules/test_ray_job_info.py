@@ -127,10 +127,60 @@ def test_fake_jobsubmissionclient_young_placement_groups_and_a_pg_deadline_of_ze
     fake_ray.add_job("job-1", "RUNNING", job_id="02000000")
     fake_ray.placement_groups = [{"placement_group_id": "pg", "name": "pg", "creator_job_id": "02000000",
                                   "state": "PENDING", "bundles": [], "strategy": "PACK",
-                                  "stats": {"creation_request_received_ns": int((clock.now - 100) * 1e9)}}]
+                                  "stats": {"creation_request_received_ns": int((clock.now - 100) * 1e9),
+                                            "scheduling_state": "INFEASIBLE"}}]
 
     assert not run_module(main, args(pg_pending_timeout=600)).get("failed")
     assert not run_module(main, args(pg_pending_timeout=0)).get("failed")
     fake_ray.placement_groups[0]["stats"]["creation_request_received_ns"] = int((clock.now - 10000) * 1e9)
     assert not run_module(main, args(pg_pending_timeout=0)).get("failed")
     assert run_module(main, args(pg_pending_timeout=600))["stalled"] is True
+
+
+def test_fake_jobsubmissionclient_a_group_waiting_for_a_busy_cluster_is_reported_never_stalled(
+        fake_ray, clock, run_module, cluster_nodes):
+    # wrk2 offers 2 GPUs; job-0 holds both, job-1 asks for one: it fits, it waits (Ray: NO_RESOURCES).
+    fake_ray.add_job("job-0", "RUNNING", job_id="01000000")
+    fake_ray.add_job("job-1", "RUNNING", job_id="02000000")
+    unit, waited, timeout = {"CPU": 2, "GPU": 1}, 5000, 600
+    held = {"placement_group_id": "pg-0", "name": "held", "creator_job_id": "01000000", "state": "CREATED",
+            "bundles": [{"bundle_id": 0, "node_id": "wrk2", "unit_resources": {"CPU": 2, "GPU": 2}}],
+            "strategy": "PACK", "stats": {"scheduling_state": "FINISHED"}}
+    ours = {"placement_group_id": "pg-1", "name": "actor_rollout", "creator_job_id": "02000000",
+            "state": "PENDING", "bundles": [{"bundle_id": 0, "node_id": None, "unit_resources": unit}],
+            "strategy": "PACK", "stats": {"creation_request_received_ns": int((clock.now - waited) * 1e9),
+                                          "scheduling_state": "NO_RESOURCES"}}
+    fake_ray.placement_groups = [held, ours]
+
+    result = run_module(main, args(pg_pending_timeout=timeout))
+
+    assert not result.get("failed") and waited > timeout
+    shape = "1 x %s (PACK)" % json.dumps(unit, sort_keys=True)
+    assert result["waiting_placement_groups"] == [{
+        "name": "actor_rollout", "placement_group_id": "pg-1", "shape": shape, "waited_s": float(waited),
+        "scheduling_state": "NO_RESOURCES",
+        "waits_for": [{"submission_id": "job-0", "job_id": "01000000", "status": "RUNNING",
+                       "holds": ['1 x {"CPU": 2, "GPU": 2} (PACK)']}]}]
+    assert "job-1 is waiting" in result["waiting_msg"] and "job-0 (RUNNING" in result["waiting_msg"]
+    assert fake_ray.calls == []
+
+    # The same wait while waiting for the end: the job ends SUCCEEDED, never stalled.
+    fake_ray.then("job-1", "RUNNING", "RUNNING", "SUCCEEDED")
+    result = run_module(main, args(pg_pending_timeout=timeout, wait="terminal", pg_check_interval=0.0))
+    assert not result.get("failed") and result["job"]["status"] == "SUCCEEDED"
+
+
+def test_fake_jobsubmissionclient_a_shape_bigger_than_every_node_stalls_without_a_scheduling_state(
+        fake_ray, clock, run_module, cluster_nodes):
+    # No node offers 3 GPUs (wrk2 has 2): infeasible from the nodes' totals alone.
+    fake_ray.add_job("job-1", "RUNNING", job_id="02000000")
+    gpus = max(n["resources_total"].get("GPU", 0) for n in cluster_nodes) + 1
+    fake_ray.placement_groups = [{
+        "placement_group_id": "pg-1", "name": "big", "creator_job_id": "02000000", "state": "PENDING",
+        "bundles": [{"bundle_id": 0, "unit_resources": {"GPU": gpus}}], "strategy": "PACK",
+        "stats": {"creation_request_received_ns": int((clock.now - 700) * 1e9)}}]
+
+    result = run_module(main, args(pg_pending_timeout=600))
+
+    assert result["stalled"] is True and result["waiting_placement_groups"] == []
+    assert result["stalled_placement_groups"][0]["scheduling_state"] is None

@@ -115,3 +115,27 @@ def test_the_head_reads_columns_from_the_parquet_schema(tmp_path):
                                                "reward_model.ground_truth"]
     missing, _, _ = ray_submit_check.dataset_columns({"dir": str(tmp_path), "files": {"x": str(tmp_path / "no")}})
     assert missing == {"x": None}
+
+
+def test_fake_jobsubmissionclient_room_counts_the_model_and_the_jobs_folders_free_bytes(fake_ray, run_module,
+                                                                                       tmp_path):
+    import json
+    import os
+    import struct
+    model = tmp_path / "common" / "models" / "m"
+    model.mkdir(parents=True)
+    (tmp_path / "jobs").mkdir()
+    header = json.dumps({"w": {"dtype": "F32", "shape": [3, 5], "data_offsets": [0, 60]},
+                         "b": {"dtype": "F32", "shape": [5], "data_offsets": [60, 80]}}).encode()
+    (model / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 80)
+    room = {"model_path": str(model), "shared_root": str(tmp_path)}
+
+    found = run_module(main, args(tmp_path, room=room))["room"]
+
+    stat = os.statvfs(str(tmp_path / "jobs"))
+    assert found["params"] == 3 * 5 + 5 and found["files_bytes"] == 8 + len(header) + 80
+    assert found["path"] == str(tmp_path / "jobs") and found["total_bytes"] == stat.f_blocks * stat.f_frsize
+    assert abs(found["free_bytes"] - stat.f_bavail * stat.f_frsize) < 64 * 1024 * 1024  # the disk is shared
+    missing = run_module(main, args(tmp_path, room=dict(room, model_path=str(tmp_path / "none"))))["room"]
+    assert missing["params"] is None and missing["free_bytes"] is not None
+    assert run_module(main, args(tmp_path))["room"] is None

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""Resume suite: real SFT runs lose a node mid-training and continue by themselves.
+
+Each case runs ``submit.yml`` (waiting, with ``max_restarts``) in the background, waits until
+the trainer has logged steps and saved checkpoints, injects a fault (``docker kill`` of a
+worker container, and for one case a missing rank shard in the newest checkpoint), then waits
+for submit.yml to end: the project must heal the cluster itself, submit ``<id>-r1`` from the
+newest complete checkpoint, and that attempt must end where an uninterrupted run of the same
+request ends, with the same final ``train/loss`` (SFT on the tiny model is deterministic here).
+
+Expected values come from the inputs and the files the runs wrote (the checkpoint folders, the
+baseline run's metrics), never from the code under test:
+
+* the checkpoint used = the newest ``global_step_N`` whose every rank shard exists and that the
+  tracker file covers, after the fault (computed here by listing the folder);
+* the first step of ``-r1`` = that N + 1; its last step and final loss = the baseline's.
+
+Cases: "killed driver worker, corrupt newest" (CI), "killed other worker", "restarts exhausted".
+Prints a table; exits 1 when a case fails. Figures (``--seconds-out``): seconds from the kill
+to the first step of the next attempt, steps lost (steps logged past the checkpoint used).
+
+Usage:
+    python tests/reliability/resume.py --inventory inventories/local --host-shared /srv/mvp/private
+        [--only CASE ...] [--baseline ID] [--seconds-out FILE]
+"""
+import argparse
+import json
+import os
+import re
+import sys
+import time
+
+from faults import CaseFailed, Cluster, finish_playbook, run_cases, start_playbook
+from verdicts import Job, extra_vars, read_json, worker_of
+
+# The local inventory's SFT (8 steps of the 64-row sample) with a checkpoint every 2 steps, so
+# that a fault after step 5 leaves two complete checkpoints (2 and 4) and maybe a third.
+OVERRIDES = {"trainer.save_freq": 2}
+# A watchdog bound far above a heal: these cases test restarts after a lost node, not hangs.
+WATCHDOG = {"first_step_s": 600, "floor_s": 300, "factor": 5}
+# Steps logged before the fault (checkpoints at 2 and 4 exist by then).
+KILL_AFTER_STEPS = 5
+# submit.yml with its restarts: first attempt, heal, second attempt.
+RUN_TIMEOUT = 1200
+STEP_DIR_RE = re.compile(r"^global_step_(\d+)$")
+SHARD_RE = re.compile(r"^(\w+?)_world_size_(\d+)_rank_(\d+)\.pt$")
+
+
+def stamp(kind):
+    """A fresh submission id for a case."""
+    return "resume-%s-%s-%04x" % (kind, time.strftime("%H%M%S", time.gmtime()), os.getpid() & 0xFFFF)
+
+
+def metrics(job_dir):
+    """{step: data} of a job's verl file logger lines (the last line of a step wins)."""
+    out = {}
+    try:
+        with open(os.path.join(job_dir, "logs", "metrics.jsonl"), encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip().endswith("}"):
+                    row = json.loads(line)
+                    out.setdefault(row["step"], {}).update(row["data"])
+    except OSError:
+        pass
+    return out
+
+
+def complete_steps(ckpt_dir):
+    """Steps whose folder holds every rank's shards of each kind and that the tracker covers."""
+    try:
+        names = os.listdir(ckpt_dir)
+        tracker = int(open(os.path.join(ckpt_dir, "latest_checkpointed_iteration.txt")).read().strip())
+    except (OSError, ValueError):
+        return []
+    good = []
+    for name in names:
+        match = STEP_DIR_RE.match(name)
+        if not match or int(match.group(1)) > tracker:
+            continue
+        shards = {}
+        for root, _dirs, files in os.walk(os.path.join(ckpt_dir, name)):
+            for file_name in files:
+                found = SHARD_RE.match(file_name)
+                if found and os.path.getsize(os.path.join(root, file_name)):
+                    shards.setdefault((root, found.group(1), int(found.group(2))), set()).add(int(found.group(3)))
+        if shards and all(ranks == set(range(world)) for (_r, _k, world), ranks in shards.items()):
+            good.append(int(match.group(1)))
+    return sorted(good)
+
+
+def corrupt_newest(case, job_dir):
+    """Delete the last rank's optimizer shard of the newest complete checkpoint; return its step."""
+    ckpt_dir = os.path.join(job_dir, "checkpoints")
+    newest = complete_steps(ckpt_dir)[-1]
+    folder = os.path.join(ckpt_dir, "global_step_%d" % newest)
+    shards = sorted(f for f in os.listdir(folder) if f.startswith("optim_world_size_"))
+    os.remove(os.path.join(folder, shards[-1]))
+    case.note("removed %s from global_step_%d" % (shards[-1], newest))
+    return newest
+
+
+def baseline(case):
+    """The uninterrupted run of the same request: {step: data} (run here unless --baseline names one)."""
+    if case.shared.get("baseline"):
+        data = metrics(os.path.join(case.cluster.host_shared, "jobs", case.shared["baseline"]))
+        if data:
+            return data
+    job = Job(case, stamp("base"))
+    run = case.play("submit.yml", ["-e", "workload=sft", "-e", "submission_id=" + job.id]
+                    + extra_vars(trainer_overrides=OVERRIDES, mvp_watchdog=WATCHDOG, max_restarts=0),
+                    label="baseline sft")
+    if run.rc != 0:
+        raise CaseFailed("the baseline run failed (rc=%s)" % run.rc)
+    case.shared["baseline"] = job.id
+    return metrics(job.dir)
+
+
+def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=None):
+    """Submit an SFT run that may restart, kill a worker in each attempt (``victims``: 'driver' or
+    'other' per attempt: the first after KILL_AFTER_STEPS steps, the next ones after their first
+    step), optionally corrupt the newest checkpoint after the first kill.
+
+    :returns: (the playbook run, list of Job per attempt, facts dict).
+    """
+    cluster = case.cluster
+    case.ensure_cluster()
+    case.wait_jobs_idle()
+    first = Job(case, stamp(kind))
+    args = ["-e", "workload=sft", "-e", "submission_id=" + first.id] + extra_vars(
+        trainer_overrides=overrides or OVERRIDES, mvp_watchdog=WATCHDOG, max_restarts=max_restarts)
+    started = time.time()
+    argv, proc = start_playbook(cluster, "submit.yml", args)
+    attempts, facts = [first], {"kills": []}
+    try:
+        for index, victim_side in enumerate(victims):
+            job = attempts[-1]
+            deadline = time.time() + 600
+            while len(job.steps()) < (KILL_AFTER_STEPS if index == 0 else 1):
+                if proc.poll() is not None or time.time() > deadline:
+                    raise CaseFailed("%s logged %d steps before submit.yml ended" % (job.id, len(job.steps())))
+                time.sleep(0.5)
+            driver = worker_of(cluster, job.driver_ip())
+            victim = driver if victim_side == "driver" else next(h for h in cluster.workers if h != driver)
+            victim_ip = next(iter(cluster.ip(victim)), "?")
+            cluster.docker("kill", cluster.container[victim])
+            facts["kills"].append({"at": time.time(), "job": job.id, "victim": victim, "ip": victim_ip,
+                                   "last_step": max(job.steps())})
+            case.note("attempt %d: killed %s (%s worker) after step %d" % (index, victim, victim_side,
+                                                                          max(job.steps())))
+            if corrupt and index == 0:
+                time.sleep(2)  # the trainer is gone with the node: nothing writes checkpoints now
+                facts["corrupted"] = corrupt_newest(case, job.dir)
+            facts.setdefault("expected_resume", []).append(
+                max(complete_steps(os.path.join(job.dir, "checkpoints")) or [0]))
+            nxt = Job(case, "%s-r%d" % (first.id, index + 1))
+            if index + 1 <= max_restarts:
+                # the next attempt's first step, timed from the kill
+                while not nxt.steps():
+                    if proc.poll() is not None or time.time() > deadline + 600:
+                        raise CaseFailed("no step of %s before submit.yml ended" % nxt.id)
+                    time.sleep(0.5)
+                facts.setdefault("fault_to_step_s", []).append(round(time.time() - facts["kills"][-1]["at"], 1))
+                attempts.append(nxt)
+    finally:
+        run = finish_playbook(argv, proc, started, RUN_TIMEOUT)
+        case.keep(run, "submit sft max_restarts=%d" % max_restarts)
+    return run, attempts, facts
+
+
+def check_continued(case, run, attempts, facts, expected_base):
+    """The run ended trained; each attempt continued from the expected checkpoint at its step + 1; the
+    last attempt ends at the baseline's last step with its final loss."""
+    case.check(run.rc == 0, "submit.yml rc=%s, expected 0 after the restarts" % run.rc)
+    for index, (prev, nxt) in enumerate(zip(attempts, attempts[1:])):
+        status = read_json(os.path.join(prev.dir, "logs", "status.json")) or {}
+        case.check(status.get("cause") == "node_lost", "%s: cause %r, expected node_lost" % (prev.id, status.get("cause")))
+        victim_ip = facts["kills"][index]["ip"]
+        case.check(victim_ip in (status.get("summary") or ""), "%s: the verdict %r does not name the lost node %s"
+                   % (prev.id, status.get("summary"), victim_ip))
+        link = read_json(os.path.join(prev.dir, "logs", "restart.json")) or {}
+        case.check(link.get("next") == nxt.id, "%s/logs/restart.json next=%r, expected %s" % (prev.id, link.get("next"), nxt.id))
+        spec = read_json(os.path.join(nxt.dir, "config", "job_spec.json")) or {}
+        resumed = spec.get("resume_from") or {}
+        expected = facts["expected_resume"][index]
+        case.check(resumed.get("submission_id") == prev.id and resumed.get("step") == expected,
+                   "%s resume_from %s, expected %s at step %d" % (nxt.id, resumed, prev.id, expected))
+        steps = sorted(metrics(nxt.dir))
+        case.check(steps and steps[0] == expected + 1, "%s first step %s, expected %d" % (
+            nxt.id, steps[:1], expected + 1))
+        case.note("%s continued %s from step %d (%d steps lost)" % (nxt.id, prev.id, expected,
+                                                                  facts["kills"][index]["last_step"] - expected))
+        case.seconds.setdefault("steps_lost", []).append(facts["kills"][index]["last_step"] - expected)
+    last = attempts[-1]
+    status = read_json(os.path.join(last.dir, "logs", "status.json")) or {}
+    case.check(status.get("verdict") == "trained", "%s verdict %r (%s)" % (last.id, status.get("verdict"),
+                                                                          status.get("summary")))
+    final, base_last = metrics(last.dir), max(expected_base)
+    case.check(max(final or [0]) == base_last, "last step %s, the uninterrupted run's %d" % (max(final or [0]), base_last))
+    loss, base_loss = final.get(base_last, {}).get("train/loss"), expected_base[base_last].get("train/loss")
+    case.check(loss is not None and abs(loss - base_loss) <= 1e-6 * max(1.0, abs(base_loss)),
+               "final train/loss %s, the uninterrupted run's %s" % (loss, base_loss))
+    case.note("final train/loss %s = uninterrupted %s at step %d" % (loss, base_loss, base_last))
+    case.seconds.setdefault("fault_to_first_new_step_s", []).extend(facts.get("fault_to_step_s", []))
+
+
+def case_killed_driver_worker_corrupt(case):
+    """The driver's worker dies and the newest checkpoint lost a shard: the one before is used, and said."""
+    base = baseline(case)
+    run, attempts, facts = run_with_kills(case, "drv", 1, ["driver"], corrupt=True)
+    check_continued(case, run, attempts, facts, base)
+    if len(attempts) > 1:
+        spec = read_json(os.path.join(attempts[1].dir, "config", "job_spec.json")) or {}
+        skipped = [s.get("step") for s in (spec.get("resume_from") or {}).get("skipped") or []]
+        case.check(facts.get("corrupted") in skipped, "resume_from.skipped %s lacks the corrupted step %s"
+                   % (skipped, facts.get("corrupted")))
+        case.check("skipped checkpoint global_step_%s" % facts.get("corrupted") in " ".join(spec.get("notes") or []),
+                   "the job's notes do not say the corrupted checkpoint was skipped")
+
+
+def case_killed_other_worker(case):
+    """The worker without the driver dies: the run continues and ends like an uninterrupted one."""
+    base = baseline(case)
+    run, attempts, facts = run_with_kills(case, "oth", 1, ["other"])
+    check_continued(case, run, attempts, facts, base)
+
+
+def case_restarts_exhausted(case):
+    """max_restarts 1 and two lost nodes: FAILED, the message lists both attempts and their causes."""
+    # two epochs (16 steps): the second attempt still trains when its worker is killed
+    run, attempts, _facts = run_with_kills(case, "max", 1, ["other", "other"],
+                                           overrides=dict(OVERRIDES, **{"trainer.total_epochs": 2}))
+    case.check(run.rc != 0, "submit.yml succeeded although every attempt lost a node")
+    text = run.text
+    for job in attempts:
+        case.check(job.id + ": FAILED [node_lost]" in text, "the failure does not list %s with its cause" % job.id)
+    case.check("max_restarts 1" in text, "the failure does not name max_restarts")
+    case.check(not os.path.exists(os.path.join(attempts[-1].dir, "logs", "restart.json")),
+               "the last attempt was linked to a next one")
+    case.check(not os.path.isdir(os.path.join(case.cluster.host_shared, "jobs", attempts[0].id + "-r2")),
+               "a third attempt was submitted past max_restarts")
+
+
+CASES = [
+    ("killed driver worker, corrupt newest", "heals, continues from the checkpoint before the corrupted one "
+     "as <id>-r1 at its step + 1, ends with the uninterrupted run's last step and train/loss",
+     case_killed_driver_worker_corrupt),
+    ("killed other worker", "heals, continues as <id>-r1, ends like the uninterrupted run", case_killed_other_worker),
+    ("restarts exhausted", "max_restarts 1, two lost nodes: FAILED listing both attempts and causes",
+     case_restarts_exhausted),
+]
+
+
+def main():
+    """Run the table and print it; return the exit code."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inventory", default=os.path.join(os.path.dirname(os.path.dirname(
+        os.path.dirname(os.path.abspath(__file__)))), "inventories/local"))
+    parser.add_argument("--host-shared", default="/srv/mvp/private")
+    parser.add_argument("--only", nargs="*", choices=[c[0] for c in CASES], metavar="CASE")
+    parser.add_argument("--baseline", help="an uninterrupted SFT run of the same request (else one is run)")
+    parser.add_argument("--seconds-out", help="write the measured figures as JSON here")
+    args = parser.parse_args()
+    seconds = {}
+    shared = {"baseline": args.baseline}
+
+    def prepare(case):
+        case.seconds = seconds
+        case.shared = shared
+
+    cluster = Cluster(args.inventory, args.host_shared)
+    code = run_cases(CASES, cluster, args.only, "resume", prepare)
+    if args.seconds_out:
+        with open(args.seconds_out, "w", encoding="utf-8") as handle:
+            json.dump(seconds, handle, indent=2, sort_keys=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
