@@ -231,13 +231,19 @@ def prepare(host_shared, head_container):
     broken = os.path.join(host_shared, "common/code/verl/bad-input-no-marker/verl")
     os.makedirs(broken, exist_ok=True)
     write(os.path.join(broken, "__init__.py"), "")
-    # Earlier sft jobs to resume from: one that saved no checkpoint, one trained by 3 processes.
+    # Earlier sft jobs to resume from: one that saved no checkpoint, one trained by 3 processes (a complete
+    # checkpoint as verl's FSDP checkpoint manager writes it: every kind for ranks 0..2, and the tracker file).
     for name, ckpt in (("bad-input-sft-no-ckpt", None), ("bad-input-sft-ws3", "global_step_2")):
         os.makedirs(os.path.join(host_shared, "jobs", name, "config"), exist_ok=True)
         write(os.path.join(host_shared, "jobs", name, "config/job_spec.json"), '{"workload": "sft"}\n')
         if ckpt:
-            os.makedirs(os.path.join(host_shared, "jobs", name, "checkpoints", ckpt), exist_ok=True)
-            write(os.path.join(host_shared, "jobs", name, "checkpoints", ckpt, "model_world_size_3_rank_0.pt"), "")
+            folder = os.path.join(host_shared, "jobs", name, "checkpoints", ckpt)
+            os.makedirs(folder, exist_ok=True)
+            for kind in ("model", "optim", "extra_state"):
+                for rank in range(3):
+                    write(os.path.join(folder, "%s_world_size_3_rank_%d.pt" % (kind, rank)), "shard")
+            write(os.path.join(host_shared, "jobs", name, "checkpoints", "latest_checkpointed_iteration.txt"),
+                  ckpt.rsplit("_", 1)[1])
     return cleanup
 
 
