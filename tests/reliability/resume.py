@@ -15,7 +15,8 @@ baseline run's metrics), never from the code under test:
   tracker file covers, after the fault (computed here by listing the folder);
 * the first step of ``-r1`` = that N + 1; its last step and final loss = the baseline's.
 
-Cases: "killed driver worker, corrupt newest" (CI), "killed other worker", "restarts exhausted".
+Cases: "killed driver worker, corrupt newest" (CI), "killed other worker", "restarts exhausted",
+"frozen grpo rank" (the watchdog's hang restarts too), "two grpo at once" (jobs sharing a cluster).
 Prints a table; exits 1 when a case fails. Figures (``--seconds-out``): seconds from the kill
 to the first step of the next attempt, steps lost (steps logged past the checkpoint used).
 
@@ -31,7 +32,8 @@ import sys
 import time
 
 from faults import CaseFailed, Cluster, finish_playbook, run_cases, start_playbook
-from verdicts import Job, extra_vars, read_json, worker_of
+from suite import actors_of_class
+from verdicts import Job, extra_vars, read_json, training_pids, worker_of
 
 # The local inventory's SFT (8 steps of the 64-row sample) with a checkpoint every 2 steps, so
 # that a fault after step 5 leaves two complete checkpoints (2 and 4) and maybe a third.
@@ -240,6 +242,101 @@ def case_restarts_exhausted(case):
                "a third attempt was submitted past max_restarts")
 
 
+# GRPO on the local inventory: 8 steps, a checkpoint every 2; a watchdog that catches a frozen rank
+# in tens of seconds (its first step includes vLLM's start-up).
+GRPO_OVERRIDES = {"trainer.total_training_steps": 8, "trainer.save_freq": 2}
+GRPO_WATCHDOG = {"first_step_s": 300, "floor_s": 20, "factor": 5}
+
+
+def case_frozen_grpo_rank(case):
+    """A GRPO training process freezes (SIGSTOP): the watchdog stops the attempt (hang), the cluster
+    is whole (nothing to heal), <id>-r1 continues from the newest complete checkpoint and trains to the end."""
+    cluster = case.cluster
+    case.ensure_cluster()
+    case.wait_jobs_idle()
+    first = Job(case, stamp("hang"))
+    args = ["-e", "workload=grpo", "-e", "submission_id=" + first.id] + extra_vars(
+        trainer_overrides=GRPO_OVERRIDES, mvp_watchdog=GRPO_WATCHDOG, max_restarts=1)
+    started = time.time()
+    argv, proc = start_playbook(cluster, "submit.yml", args)
+    frozen = None
+    try:
+        deadline = time.time() + 600
+        while len(first.steps()) < 3:
+            if proc.poll() is not None or time.time() > deadline:
+                raise CaseFailed("%s logged %d steps before submit.yml ended" % (first.id, len(first.steps())))
+            time.sleep(0.5)
+        found = [(h, training_pids(cluster, h)) for h in cluster.workers]
+        host, ranks = next(((h, r) for h, r in found if r), (None, None))
+        if not case.check(ranks, "no training actor process found on the workers"):
+            return
+        frozen = (host, ranks[0][0])
+        cluster.docker("exec", cluster.container[host], "kill", "-STOP", str(frozen[1]))
+        case.note("froze pid %d in %s after step %d" % (frozen[1], host, max(first.steps())))
+    finally:
+        run = finish_playbook(argv, proc, started, RUN_TIMEOUT)
+        if frozen:
+            cluster.docker("exec", cluster.container[frozen[0]], "sh", "-c", "kill -CONT %d || true" % frozen[1])
+        case.keep(run, "submit grpo max_restarts=1")
+    status = read_json(os.path.join(first.dir, "logs", "status.json")) or {}
+    case.check(status.get("cause") == "hang", "%s: cause %r, expected hang" % (first.id, status.get("cause")))
+    nxt = Job(case, first.id + "-r1")
+    spec = read_json(os.path.join(nxt.dir, "config", "job_spec.json")) or {}
+    resumed = (spec.get("resume_from") or {}).get("step")
+    steps = sorted(metrics(nxt.dir))
+    case.check(resumed and steps and steps[0] == resumed + 1, "%s resumed at %s, first step %s" % (
+        nxt.id, resumed, steps[:1]))
+    last = read_json(os.path.join(nxt.dir, "logs", "status.json")) or {}
+    case.check(run.rc == 0 and last.get("verdict") == "trained", "submit rc=%s, %s verdict %r (%s)" % (
+        run.rc, nxt.id, last.get("verdict"), last.get("summary")))
+    case.check(max(steps or [0]) == GRPO_OVERRIDES["trainer.total_training_steps"], "last step %s" % steps[-1:])
+    case.check("nothing to heal" in run.text, "the cluster was healed although every node was up")
+    case.note("%s: hang; %s continued from step %s and %s" % (first.id, nxt.id, resumed, last.get("summary")))
+
+
+def case_two_grpo_at_once(case):
+    """Two GRPO runs submitted at once: both train; the second waits for the first (one TransferQueue
+    controller per cluster) and says so, and no TransferQueueController is shared."""
+    case.ensure_cluster()
+    case.wait_jobs_idle()
+    group = stamp("pair")
+    run = case.play("submit.yml", ["-e", "workload=grpo", "-e", "submission_id=" + group, "-e", "repeat=2",
+                                   "-e", "repeat_mode=parallel"]
+                    + extra_vars(trainer_overrides={"trainer.total_training_steps": 4}, max_restarts=0),
+                    timeout=RUN_TIMEOUT, label="submit grpo x2 parallel")
+    case.check(run.rc == 0, "submit.yml rc=%s: both runs must train" % run.rc)
+    jobs = [Job(case, "%s-%d" % (group, i)) for i in (1, 2)]
+    for job in jobs:
+        status = read_json(os.path.join(job.dir, "logs", "status.json")) or {}
+        case.check(status.get("verdict") == "trained", "%s verdict %r" % (job.id, status.get("verdict")))
+    logs = {}
+    for job in jobs:
+        try:
+            logs[job.id] = open(os.path.join(job.dir, "logs", "driver.log"), encoding="utf-8").read()
+        except OSError:
+            logs[job.id] = ""
+    waited = [j.id for j in jobs if "MVP_GATE_WAIT=" in logs[j.id]]
+    case.check(len(waited) == 1, "jobs that waited for the TransferQueue lock: %s, expected exactly one" % waited)
+    if waited:
+        other = next(j.id for j in jobs if j.id != waited[0])
+        line = next(text for text in logs[waited[0]].splitlines() if "MVP_GATE_WAIT=" in text)
+        case.check(other in line, "the wait line does not name %s: %s" % (other, line[:200]))
+        ended = (read_json(os.path.join(case.cluster.host_shared, "jobs", other, "logs", "status.json")) or {})
+        case.note("%s waited for %s" % (waited[0], other))
+        case.check(ended.get("end_time"), "no end time recorded for %s" % other)
+    # Ray's actor table: each run had its own TransferQueueController (one per Ray job), none shared.
+    cluster = case.cluster
+    ray_jobs = {j["submission_id"]: j.get("job_id") for j in (cluster.head_state() or {"jobs": []})["jobs"]}
+    controllers = actors_of_class(cluster.container[cluster.head], cluster.python, cluster.address,
+                                  "TransferQueueController", cluster.token_path)
+    for job in jobs:
+        mine = [a for a in controllers if ray_jobs.get(job.id) and a["job_id"] == ray_jobs[job.id]]
+        case.check(len(mine) == 1, "%s (Ray job %s): %d TransferQueueController actors in Ray's actor table, "
+                   "expected its own one" % (job.id, ray_jobs.get(job.id), len(mine)))
+    case.note("Ray's actor table: TransferQueueController per job %s" % {
+        job.id: [a["actor_id"][:8] for a in controllers if a["job_id"] == ray_jobs.get(job.id)] for job in jobs})
+
+
 CASES = [
     ("killed driver worker, corrupt newest", "heals, continues from the checkpoint before the corrupted one "
      "as <id>-r1 at its step + 1, ends with the uninterrupted run's last step and train/loss",
@@ -247,6 +344,10 @@ CASES = [
     ("killed other worker", "heals, continues as <id>-r1, ends like the uninterrupted run", case_killed_other_worker),
     ("restarts exhausted", "max_restarts 1, two lost nodes: FAILED listing both attempts and causes",
      case_restarts_exhausted),
+    ("frozen grpo rank", "hang; nothing to heal; <id>-r1 continues at the checkpoint's step + 1 and trains to the end",
+     case_frozen_grpo_rank),
+    ("two grpo at once", "both train; the second waits for the first (TransferQueue lock) naming it",
+     case_two_grpo_at_once),
 ]
 
 

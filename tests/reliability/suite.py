@@ -18,7 +18,8 @@ from ray.job_submission import JobSubmissionClient
 address = sys.argv[1]
 nodes = [{"node_id": n.node_id, "node_ip": n.node_ip, "state": str(getattr(n.state, "value", n.state)),
           "is_head_node": bool(n.is_head_node)} for n in list_nodes(address=address, limit=10000)]
-jobs = [{"submission_id": j.submission_id, "status": str(getattr(j.status, "value", j.status))}
+jobs = [{"submission_id": j.submission_id, "status": str(getattr(j.status, "value", j.status)),
+         "job_id": j.job_id or ""}
         for j in JobSubmissionClient(address).list_jobs()]
 print(json.dumps({"nodes": nodes, "jobs": jobs}))
 """
@@ -36,6 +37,32 @@ def head_state(container, python, address, token_path=""):
                           capture_output=True, text=True, timeout=120)
     if proc.returncode:
         return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+# Runs on the head with the Ray venv: the actors of one class (any state, dead ones included) as JSON.
+ACTORS_PY = r"""
+import json, os, sys
+token = sys.argv[2]
+if os.path.isfile(token) and os.path.getsize(token) > 0:
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    os.environ.setdefault("RAY_AUTH_TOKEN_PATH", token)
+from ray.util.state import list_actors
+actors = list_actors(address=sys.argv[1], filters=[("class_name", "=", sys.argv[3])], detail=True, limit=10000)
+print(json.dumps([{"actor_id": a.actor_id, "job_id": a.job_id, "state": str(a.state), "name": a.name or "",
+                   "ray_namespace": getattr(a, "ray_namespace", "") or ""} for a in actors]))
+"""
+
+
+def actors_of_class(container, python, address, class_name, token_path=""):
+    """Ray's actor table rows of one class, read on the head (State API ``list_actors``, dead actors included).
+
+    :returns: list of dict {"actor_id", "job_id", "state", "name", "ray_namespace"}; raises RuntimeError when
+        the head does not answer.
+    """
+    proc = subprocess.run(["docker", "exec", container, python, "-c", ACTORS_PY, address, token_path, class_name],
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode:
+        raise RuntimeError("list_actors on the head failed: %s" % proc.stderr.strip()[-500:])
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
