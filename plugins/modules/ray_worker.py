@@ -32,6 +32,15 @@ description:
     C(ray/_private/node.py), C(Node.__init__) - "Wait for the node info to be available
     in the GCS"), so a zero exit status means the worker has joined; it may run for at
     most I(timeout) seconds.
+  - A failed C(ray start) (non-zero exit or past I(timeout)) is retried up to I(attempts)
+    times in all, after C(ray stop --force) and a pause of I(retry_delay) seconds times the
+    attempt number plus a random part of up to I(retry_delay) (so workers that failed
+    together do not start together again). Under load a raylet can die while starting
+    (measured with 16 workers on 2 cores - C(Check failed ... Timed out waiting for file
+    .../metrics_agent_port_*): Ray waits a fixed time for its dashboard agent); a later
+    attempt usually succeeds. Each failure is returned in I(failed_attempts) with Ray's own
+    reason (the C(Check failed)/error lines of C(ray start)'s output and of
+    C(<temp_dir>/session_latest/logs/raylet.out)).
   - The environment of the task reaches C(ray start) (e.g. C(RAY_AUTH_MODE)).
   - Check mode reports C(changed) and C(reason) without stopping or starting anything.
 options:
@@ -88,6 +97,14 @@ options:
     description: Seconds C(ray start) may take (it is killed after that and the module fails).
     type: int
     default: 120
+  attempts:
+    description: How many times C(ray start) may be tried in all (1 - no retry).
+    type: int
+    default: 3
+  retry_delay:
+    description: Seconds of the pause before a retry, times the attempt number, plus a random part of up to this.
+    type: float
+    default: 5
   route_env:
     description: Start Ray with the route to the head's source address and interface (see above).
     type: bool
@@ -131,12 +148,25 @@ start_output:
   description: Standard output and error of C(ray start) when it ran.
   type: str
   returned: when Ray was started
+attempts:
+  description: How many times C(ray start) ran (0 when Ray was not started).
+  type: int
+  returned: always
+failed_attempts:
+  description: One line per failed C(ray start) - attempt number, what happened and Ray's reason.
+  type: list
+  elements: str
+  returned: always
+  sample: ["attempt 1: rc=1 - raylet.out: Check failed: ... Timed out waiting for file .../metrics_agent_port_..."]
 """
 
 import hashlib
 import json
 import os
+import random
+import re
 import subprocess
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_net import route_problem, route_to
@@ -186,6 +216,49 @@ def secrets_fingerprint(secret, secret_env, more_secrets):
     return fingerprint(json.dumps(more, sort_keys=True))
 
 
+# Lines that carry Ray's reason for a failed start: glog's fatal checks, Python errors, timeouts.
+REASON_LINE = re.compile(r"Check failed|Timed out|Error|error:|failed|Failed")
+
+
+def ray_reason(output, temp_dir, limit=3):
+    """Ray's own reason for a failed ``ray start``.
+
+    :param output: str, standard output and error of ``ray start``.
+    :param temp_dir: str, Ray's temp dir; ``session_latest/logs/raylet.out`` there is read
+        (the raylet's glog file: a fatal ``Check failed`` line is written there, not to
+        ``ray start``'s output).
+    :param limit: int, how many matching lines to keep from each source (the last ones).
+    :returns: str, the matching lines (each at most 300 characters) prefixed with their source,
+        joined by `` | ``; the last line of *output* when nothing matched; '' when both are empty.
+    """
+    found = []
+    sources = [("ray start", output or "")]
+    try:
+        with open(os.path.join(temp_dir, "session_latest", "logs", "raylet.out"), encoding="utf-8",
+                  errors="replace") as handle:
+            sources.append(("raylet.out", handle.read()[-200000:]))
+    except OSError:
+        pass
+    for name, text in sources:
+        lines = [line.strip() for line in text.splitlines() if REASON_LINE.search(line)]
+        found += ["%s: %s" % (name, line[:300]) for line in lines[-limit:]]
+    if not found and (output or "").strip():
+        found = ["ray start: %s" % output.strip().splitlines()[-1][:300]]
+    return " | ".join(found)
+
+
+def as_text(data):
+    """Return ``data`` (str, bytes or None - TimeoutExpired holds bytes even with ``text=True``) as str."""
+    if isinstance(data, bytes):
+        return data.decode("utf-8", "replace")
+    return data or ""
+
+
+def retry_pause(attempt, delay, rand=random.random):
+    """Seconds to wait before attempt ``attempt + 1`` (float): ``delay * attempt`` plus up to ``delay`` at random."""
+    return delay * attempt + delay * rand()
+
+
 def decide(raylet_argv, gcs_address, alive_ips, seen_fingerprint, wanted_fingerprint, wanted_node_ip=""):
     """Return (joined, reason) for a worker.
 
@@ -227,6 +300,8 @@ def main():
             secret_env=dict(type="str", default="MVP_INTERNAL_TOKEN", no_log=False),
             more_secrets=dict(type="dict", default={}, no_log=True),
             timeout=dict(type="int", default=120),
+            attempts=dict(type="int", default=3),
+            retry_delay=dict(type="float", default=5),
             route_env=dict(type="bool", default=True),
             socket_ifname=dict(type="str", default=""),
         ),
@@ -260,7 +335,8 @@ def main():
     joined, reason = decide(raylet, params["gcs_address"], params["alive_ips"], seen, wanted, node_ip_wanted)
     node_ip = flag(raylet, "--node-ip-address") if raylet else ""
     if joined or module.check_mode:
-        module.exit_json(changed=not joined, reason=reason, node_ip=node_ip, route=route, socket_ifname=ifname)
+        module.exit_json(changed=not joined, reason=reason, node_ip=node_ip, route=route, socket_ifname=ifname,
+                         attempts=0, failed_attempts=[])
 
     if raylet:
         stop = subprocess.run([params["ray"], "stop", "--force"], capture_output=True, text=True, check=False)
@@ -287,22 +363,37 @@ def main():
     if node_ip_wanted:
         argv.append("--node-ip-address=%s" % node_ip_wanted)
     argv += params["extra_args"]
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False,
-                              timeout=params["timeout"])
-    except subprocess.TimeoutExpired as exc:
-        module.fail_json(msg="`ray start` on this worker did not join %s within %ds (mvp_ray_ready_timeout): %s. "
-                             "Check that the head is reachable and the raylet logs under %s/session_latest/logs."
-                         % (params["gcs_address"], params["timeout"], str(exc.stdout or "")[-1000:],
-                            params["temp_dir"]), reason=reason)
-    output = (proc.stdout + proc.stderr).strip()
-    if proc.returncode:
-        module.fail_json(msg="`%s` failed with rc=%d (%s): %s"
-                         % (" ".join(argv), proc.returncode, reason, output[-2000:]),
-                         reason=reason, node_ip=node_ip, start_output=output)
+    failed = []
+    output = ""
+    for attempt in range(1, max(1, params["attempts"]) + 1):
+        if attempt > 1:
+            time.sleep(retry_pause(attempt - 1, params["retry_delay"]))
+            subprocess.run([params["ray"], "stop", "--force"], capture_output=True, text=True, check=False)
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False,
+                                  timeout=params["timeout"])
+        except subprocess.TimeoutExpired as exc:
+            output = (as_text(exc.stdout) + as_text(exc.stderr)).strip()
+            failed.append("attempt %d: did not join %s within %ds (mvp_ray_ready_timeout) - %s" % (
+                attempt, params["gcs_address"], params["timeout"],
+                ray_reason(output, params["temp_dir"]) or "no output"))
+            continue
+        output = (proc.stdout + proc.stderr).strip()
+        if proc.returncode == 0:
+            break
+        failed.append("attempt %d: rc=%d - %s" % (attempt, proc.returncode,
+                                                  ray_reason(output, params["temp_dir"]) or "no output"))
+    else:
+        module.fail_json(msg="`ray start` on this worker (node IP %s) failed %d times (%s); %s. Ray's logs: "
+                             "%s/session_latest/logs on this node. Command: %s"
+                         % (node_ip_wanted or node_ip or "unknown", len(failed), reason, "; ".join(failed),
+                            params["temp_dir"], " ".join(argv)),
+                         reason=reason, node_ip=node_ip, start_output=output[-2000:], attempts=len(failed),
+                         failed_attempts=failed)
     raylet = find_raylet()
     module.exit_json(changed=True, reason=reason, node_ip=flag(raylet, "--node-ip-address") if raylet else "",
-                     start_output=output, route=route, socket_ifname=ifname)
+                     start_output=output, route=route, socket_ifname=ifname, attempts=len(failed) + 1,
+                     failed_attempts=failed)
 
 
 if __name__ == "__main__":

@@ -54,3 +54,41 @@ def test_more_secrets_change_the_fingerprint_only_when_given():
     assert with_key != alone
     assert with_key != secrets_fingerprint("tok", "MVP_INTERNAL_TOKEN", {"WANDB_API_KEY": "k2"})
     assert "k1" not in with_key
+
+
+def test_ray_reason_reads_the_raylets_fatal_check_and_the_start_output(tmp_path):
+    from ray_worker import ray_reason
+
+    logs = tmp_path / "session_latest" / "logs"
+    logs.mkdir(parents=True)
+    fatal = "[2026-11-23 10:00:00,000 C 42 42] (raylet) agent_manager.cc:1: Check failed: Timed out waiting for file"
+    (logs / "raylet.out").write_text("started\n" + fatal + "\n")
+    out = "Local node IP: 172.18.0.3\nRuntimeError: Failed to start the raylet"
+    reason = ray_reason(out, str(tmp_path))
+    assert "raylet.out: " + fatal in reason
+    assert "ray start: RuntimeError: Failed to start the raylet" in reason
+    assert "Local node IP" not in reason
+
+
+def test_ray_reason_falls_back_to_the_last_output_line_and_to_nothing(tmp_path):
+    from ray_worker import ray_reason
+
+    assert ray_reason("one\ntwo", str(tmp_path)) == "ray start: two"
+    assert ray_reason("", str(tmp_path)) == ""
+
+
+def test_retry_pause_grows_with_the_attempt_and_stays_within_one_delay_of_it():
+    from ray_worker import retry_pause
+
+    delay = 5.0
+    for attempt in (1, 2, 3):
+        assert retry_pause(attempt, delay, rand=lambda: 0.0) == delay * attempt
+        assert retry_pause(attempt, delay, rand=lambda: 0.999) < delay * (attempt + 1)
+    assert retry_pause(1, 0, rand=lambda: 0.5) == 0
+
+
+def test_as_text_decodes_timeout_bytes():
+    from ray_worker import as_text
+
+    assert as_text(b"ab\xff") == "ab\ufffd"
+    assert as_text(None) == "" and as_text("x") == "x"
