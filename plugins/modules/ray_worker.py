@@ -37,7 +37,7 @@ description:
     attempt number plus a random part of up to I(retry_delay) (so workers that failed
     together do not start together again). Under load a raylet can die while starting
     (measured with 16 workers on 2 cores - C(Check failed ... Timed out waiting for file
-    .../metrics_agent_port_*): Ray waits a fixed time for its dashboard agent); a later
+    .../metrics_agent_port_*), as Ray waits a fixed time for its dashboard agent); a later
     attempt usually succeeds. Each failure is returned in I(failed_attempts) with Ray's own
     reason (the C(Check failed)/error lines of C(ray start)'s output and of
     C(<temp_dir>/session_latest/logs/raylet.out)).
