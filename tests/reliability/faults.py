@@ -509,15 +509,32 @@ CASES = [
 ]
 
 
-def main():
-    """Run the table and print it; return the exit code."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def suite_parser(doc, cases):
+    """The command line every case table takes: --inventory, --host-shared and --only (one of ``cases``' names).
+
+    :param doc: str, the suite module's docstring (its first line describes the parser).
+    :param cases: list of (name, expected, function) tuples.
+    :returns: argparse.ArgumentParser, for the suite to add its own options to.
+    """
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--inventory", default=os.path.join(ROOT, "inventories/local"))
     parser.add_argument("--host-shared", default="/srv/mvp/private",
                         help="the shared folder as seen on the docker host")
-    parser.add_argument("--only", nargs="*", choices=[c[0] for c in CASES], metavar="CASE",
-                        help="run only these case names: %s" % "; ".join(c[0] for c in CASES))
-    args = parser.parse_args()
+    parser.add_argument("--only", nargs="*", choices=[c[0] for c in cases], metavar="CASE",
+                        help="run only these case names: %s" % "; ".join(c[0] for c in cases))
+    return parser
+
+
+def write_figures(path, figures):
+    """Write the measured figures (dict) as sorted, indented JSON to ``path``; nothing when ``path`` is empty."""
+    if path:
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(figures, handle, indent=2, sort_keys=True)
+
+
+def main():
+    """Run the table and print it; return the exit code."""
+    args = suite_parser(__doc__, CASES).parse_args()
     return run_cases(CASES, Cluster(args.inventory, args.host_shared), args.only, "faults")
 
 

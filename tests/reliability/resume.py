@@ -24,14 +24,13 @@ Usage:
     python tests/reliability/resume.py --inventory inventories/local --host-shared /srv/mvp/private
         [--only CASE ...] [--baseline ID] [--seconds-out FILE]
 """
-import argparse
 import json
 import os
 import re
 import sys
 import time
 
-from faults import CaseFailed, Cluster, finish_playbook, run_cases, start_playbook
+from faults import CaseFailed, Cluster, finish_playbook, run_cases, start_playbook, suite_parser, write_figures
 from suite import actors_of_class
 from verdicts import Job, extra_vars, read_json, training_pids, worker_of
 
@@ -353,11 +352,7 @@ CASES = [
 
 def main():
     """Run the table and print it; return the exit code."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--inventory", default=os.path.join(os.path.dirname(os.path.dirname(
-        os.path.dirname(os.path.abspath(__file__)))), "inventories/local"))
-    parser.add_argument("--host-shared", default="/srv/mvp/private")
-    parser.add_argument("--only", nargs="*", choices=[c[0] for c in CASES], metavar="CASE")
+    parser = suite_parser(__doc__, CASES)
     parser.add_argument("--baseline", help="an uninterrupted SFT run of the same request (else one is run)")
     parser.add_argument("--seconds-out", help="write the measured figures as JSON here")
     args = parser.parse_args()
@@ -370,9 +365,7 @@ def main():
 
     cluster = Cluster(args.inventory, args.host_shared)
     code = run_cases(CASES, cluster, args.only, "resume", prepare)
-    if args.seconds_out:
-        with open(args.seconds_out, "w", encoding="utf-8") as handle:
-            json.dump(seconds, handle, indent=2, sort_keys=True)
+    write_figures(args.seconds_out, seconds)
     return code
 
 

@@ -26,7 +26,6 @@ Usage:
     python tests/reliability/verdicts.py --inventory inventories/local --host-shared /srv/mvp/private
         [--only CASE ...] [--seconds-out FILE] [--finished-sft ID]
 """
-import argparse
 import json
 import os
 import re
@@ -34,7 +33,7 @@ import subprocess
 import sys
 import time
 
-from faults import CaseFailed, Cluster, run_cases
+from faults import CaseFailed, Cluster, run_cases, suite_parser, write_figures
 
 # Watchdog limits for these runs (-e mvp_watchdog=...): short, so a hang is caught in seconds.
 WATCHDOG = {"first_step_s": 300, "floor_s": 20, "factor": 5}
@@ -278,11 +277,7 @@ CASES = [
 
 def main():
     """Run the table and print it; return the exit code."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--inventory", default=os.path.join(os.path.dirname(os.path.dirname(
-        os.path.dirname(os.path.abspath(__file__)))), "inventories/local"))
-    parser.add_argument("--host-shared", default="/srv/mvp/private")
-    parser.add_argument("--only", nargs="*", choices=[c[0] for c in CASES], metavar="CASE")
+    parser = suite_parser(__doc__, CASES)
     parser.add_argument("--seconds-out", help="write the measured seconds (fault to verdict) as JSON here")
     parser.add_argument("--finished-sft", help="a finished SFT job to continue in the zero-steps case (else one is run)")
     args = parser.parse_args()
@@ -292,9 +287,7 @@ def main():
         case.seconds = seconds
         case.finished_sft = args.finished_sft
     code = run_cases(CASES, Cluster(args.inventory, args.host_shared), args.only, "verdicts", prepare)
-    if args.seconds_out:
-        with open(args.seconds_out, "w", encoding="utf-8") as handle:
-            json.dump(seconds, handle, indent=2, sort_keys=True)
+    write_figures(args.seconds_out, seconds)
     return code
 
 
