@@ -9,11 +9,10 @@ DOCUMENTATION = r"""
 module: ray_cluster_info
 short_description: List a Ray cluster's nodes and their resources
 description:
-  - Calls C(ray.util.state.list_nodes) against the dashboard of a running Ray
-    cluster and returns every node with its IP, head flag, state and total
+  - Reads Ray's State API node list (C(GET /api/v0/nodes), over HTTP, no Ray import) from the
+    dashboard of a running Ray cluster and returns every node with its IP, head flag, state and total
     resources, plus a summary of ALIVE nodes.
-  - Runs on a node that can reach the dashboard (normally the head) with a
-    Python interpreter that has C(ray[default]) installed.
+  - Runs on a node that can reach the dashboard (normally the head).
   - Read-only; supports check mode.
 version_added: 0.1.0
 extends_documentation_fragment:
@@ -28,7 +27,7 @@ options:
     type: str
     default: worker_node
   jobs:
-    description: Also return the job table (C(JobSubmissionClient.list_jobs)).
+    description: Also return the job table (Ray's Jobs REST API, C(GET /api/jobs/)).
     type: bool
     default: false
 author: MVP project (@mvp)
@@ -51,7 +50,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 nodes:
-  description: Every node Ray knows (ALIVE and DEAD), from ray.util.state.list_nodes.
+  description: Every node Ray knows (ALIVE and DEAD), from Ray's State API (C(GET /api/v0/nodes)).
   type: list
   elements: dict
   returned: always
@@ -83,7 +82,7 @@ jobs:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    CONNECTION_ARGS, import_ray, job_row, list_nodes, summarize, use_auth_token)
+    CONNECTION_ARGS, connect, job_row, list_nodes, summarize)
 
 
 def main():
@@ -97,8 +96,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    client_cls, state = import_ray(module)
-    headers = use_auth_token(module.params["auth_token"])
+    client, state = connect(module)
     address = module.params["address"]
     try:
         nodes = list_nodes(state, address, module.params["timeout"])
@@ -107,7 +105,7 @@ def main():
     result = dict(changed=False, nodes=nodes, summary=summarize(nodes, module.params["resource"]))
     if module.params["jobs"]:
         try:
-            jobs = client_cls(address, headers=headers).list_jobs()
+            jobs = client.list_jobs()
         except Exception as exc:
             module.fail_json(msg="Cannot list Ray jobs at %s: %s" % (address, exc), **result)
         result["jobs"] = sorted((job_row(j) for j in jobs), key=lambda r: r["start_time"] or 0)

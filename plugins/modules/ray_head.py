@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 module: ray_head
 short_description: Start the Ray head unless it already answers, then wait until it lists itself ALIVE
 description:
-  - Reads the node table through Ray's state API (C(ray.util.state.list_nodes)) at
+  - Reads the node table through Ray's state API (the State API's node list over HTTP) at
     C(http://127.0.0.1:<dashboard_port>). When an ALIVE head is listed, checks that
     it serves the GCS on I(gcs_port) (from C(<temp_dir>/ray_current_cluster)) and
     changes nothing.
@@ -103,7 +103,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import describe, listening_pids
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import import_ray, list_nodes, summarize
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import clients, list_nodes, summarize
 
 
 def port_owner(port):
@@ -164,11 +164,10 @@ def main():
     )
     params = module.params
     address = "http://127.0.0.1:%d" % params["dashboard_port"]
-    state, nodes, error = None, [], "nothing listens on port %d" % params["dashboard_port"]
-    # Importing Ray costs about a second: skip it while nothing listens on the dashboard port
-    # (a cold start), and let it overlap with `ray start` instead.
+    # The State API over HTTP (no Ray import); the token as Ray's own lookup finds it (the task's environment).
+    state = clients(address)[1]
+    nodes, error = [], "nothing listens on port %d" % params["dashboard_port"]
     if port_taken(params["dashboard_port"]):
-        state = import_ray(module)[1]
         nodes, error = read_nodes(state, address)
     summary = summarize(nodes, params["resource"])
     if summary["head"] is not None:
@@ -198,8 +197,6 @@ def main():
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     except OSError as exc:
         module.fail_json(msg="Cannot run %s: %s (mvp_ray_bin_dir)" % (params["ray"], exc))
-    if state is None:
-        state = import_ray(module)[1]
     output = proc.communicate()[0].strip()
     if proc.returncode:
         module.fail_json(msg="`%s` failed with rc=%d: %s" % (" ".join(argv), proc.returncode, output[-2000:]),

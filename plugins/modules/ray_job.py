@@ -9,13 +9,13 @@ DOCUMENTATION = r"""
 module: ray_job
 short_description: Submit, stop or delete a Ray job, idempotent by submission_id
 description:
-  - Submits a job to a Ray cluster with C(ray.job_submission.JobSubmissionClient), stops it
+  - Submits a job to a Ray cluster through Ray's Jobs REST API on the dashboard (module_utils mvp_ray_rest, no Ray import), stops it
     or deletes it from the job table. Reading a job (status, placement, logs) is
     M(mvp.ray.ray_job_info).
   - Idempotent by I(submission_id) - a job that already exists is reported, never
     submitted again.
   - With I(wait=placed) the module returns once the job has left PENDING, with the node its
-    driver runs on (C(driver_node_id) mapped to C(driver_node_ip) with C(ray.util.state.list_nodes))
+    driver runs on (C(driver_node_id) mapped to C(driver_node_ip) with the State API's node list over HTTP)
     and the head and worker IPs. A job still PENDING after I(pending_timeout) is stopped and
     the module fails naming the resources no ALIVE node offers.
   - Full check mode - nothing is submitted, stopped or deleted.
@@ -145,7 +145,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
 
 
 class RayJob(JobModule):
-    """Submit/stop/delete one submission id through JobSubmissionClient."""
+    """Submit/stop/delete one submission id through Ray's Jobs REST API (mvp_ray_rest.JobsClient)."""
 
     def poll(self, job, done, timeout, on_timeout):
         """Poll until ``done(status)``; after ``timeout`` seconds call ``on_timeout(job)``."""

@@ -9,8 +9,8 @@ DOCUMENTATION = r"""
 module: ray_job_info
 short_description: Read a Ray job's status, placement and driver log, optionally waiting for its end
 description:
-  - Reads one job by I(submission_id) with C(ray.job_submission.JobSubmissionClient) and, once it
-    has a driver node, where that runs (C(ray.util.state.list_nodes)). Submitting and stopping
+  - Reads one job by I(submission_id) through Ray's Jobs REST API on the dashboard (module_utils mvp_ray_rest, no Ray import) and, once it
+    has a driver node, where that runs (the State API's node list over HTTP). Submitting and stopping
     is M(mvp.ray.ray_job).
   - With I(wait=terminal) polls until SUCCEEDED, FAILED or STOPPED. A job that cannot make
     progress - PENDING past I(pending_timeout), or an infeasible placement group of it PENDING
@@ -138,7 +138,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
 
 
 class RayJobInfo(JobModule):
-    """Read (and wait for) one submission id through JobSubmissionClient."""
+    """Read (and wait for) one submission id through Ray's Jobs REST API (mvp_ray_rest.JobsClient)."""
 
     waiting = None
     waiting_msg = ""
@@ -167,7 +167,7 @@ class RayJobInfo(JobModule):
         self.waiting, self.waiting_msg = [], ""
         if waiting:
             try:
-                jobs = [dict(job_row(d), job_id=getattr(d, "job_id", None)) for d in self.client.list_jobs()]
+                jobs = [dict(job_row(d), job_id=d.get("job_id")) for d in self.client.list_jobs()]
             except Exception:  # naming the holders is best effort; their Ray job ids remain
                 jobs = []
             holders = resource_holders(groups, jobs, job["job_id"])

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 module: ray_job_record
 short_description: Save a Ray job's driver log, status and verdict into its job directory
 description:
-  - Reads one job by I(submission_id) with C(ray.job_submission.JobSubmissionClient) and writes
+  - Reads one job by I(submission_id) through Ray's Jobs REST API on the dashboard (module_utils mvp_ray_rest, no Ray import) and writes
     what the job directory keeps after Ray forgets the job - Ray's copy of the driver log
     (C(logs/ray_driver.log)) and C(logs/status.json), Ray's status beside the project's verdict -
     each written to a temporary name, then renamed. File names come from the job contract

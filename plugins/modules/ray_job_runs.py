@@ -204,7 +204,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import compare_runs, list_job_dirs, read_run
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import job_row
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import clients, job_row
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import one_line
 
 ID_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -215,10 +215,8 @@ def ray_table(address):
     if not address:
         return {}, None
     try:
-        from ray.job_submission import JobSubmissionClient
-
-        jobs = JobSubmissionClient(address).list_jobs()
-    except Exception as exc:  # Ray unreachable, not installed, or the cluster is gone
+        jobs = clients(address)[0].list_jobs()
+    except Exception as exc:  # Ray unreachable or the cluster is gone (mvp_ray_rest errors, a non-JSON answer)
         return {}, ("%s" % exc).splitlines()[0] if str(exc) else type(exc).__name__
     return {row["submission_id"]: row for row in (job_row(j) for j in jobs) if row["submission_id"]}, None
 

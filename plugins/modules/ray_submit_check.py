@@ -11,8 +11,8 @@ short_description: Look at a job's inputs on the shared storage, its code snapsh
 description:
   - Reports which of I(paths) do not exist on the node, whether the job directory
     exists, whether Ray already has a job with I(submission_id)
-    (C(JobSubmissionClient.get_job_info)) and the ALIVE nodes
-    (C(ray.util.state.list_nodes)), so the submit_job role can fail with messages
+    (Ray's Jobs REST API, C(GET /api/jobs/<id>)) and the ALIVE nodes (the State API's
+    node list, C(GET /api/v0/nodes)), both over HTTP without importing Ray, so the submit_job role can fail with messages
     naming the variable to fix before it writes anything.
   - With I(probe), whether a file of the code snapshot contains a marker text (the
     snapshot's trainer passes the driver's device on to its workers).
@@ -173,7 +173,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    CONNECTION_ARGS, import_ray, job_info_or_none, list_nodes, status_name, summarize, use_auth_token)
+    CONNECTION_ARGS, connect, job_info_or_none, list_nodes, status_name, summarize)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_retention import model_size
 
 
@@ -350,8 +350,7 @@ def main():
     columns, prepared, skipped = dataset_columns(params["datasets"])
     result.update(dataset_columns=columns, prepared_datasets=prepared, dataset_schema_skipped=skipped)
     result["room"] = storage_room(params["room"])
-    client_cls, state = import_ray(module)
-    headers = use_auth_token(params["auth_token"])
+    client, state = connect(module)
     address = params["address"]
     try:
         nodes = list_nodes(state, address, timeout=10)
@@ -360,10 +359,10 @@ def main():
                          **result)
     result["summary"] = summarize(nodes, params["resource"])
     try:
-        details = job_info_or_none(client_cls(address, headers=headers), params["submission_id"])
-    except RuntimeError as exc:
+        details = job_info_or_none(client, params["submission_id"])
+    except (RuntimeError, OSError) as exc:
         module.fail_json(msg="Cannot read Ray job %s at %s: %s" % (params["submission_id"], address, exc), **result)
-    result["existing_job"] = status_name(details.status) if details is not None else None
+    result["existing_job"] = status_name(details.get("status")) if details is not None else None
     errors, report = finish_verl_check(verl, hydra)
     result.update(verl_errors=errors, verl_check=report)
     module.exit_json(**result)

@@ -2,7 +2,7 @@
 import pytest
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    auth_headers, node_ip_for, node_to_dict, pending_message, status_name, summarize, use_auth_token)
+    auth_headers, node_ip_for, node_to_dict, pending_message, status_name, summarize, request_headers)
 
 NODES = [
     node_to_dict({"node_id": "h", "node_ip": "10.0.0.1", "is_head_node": True, "state": "ALIVE",
@@ -42,13 +42,27 @@ def test_pending_message_names_the_missing_resource():
     assert "what its driver asks for" in unknown and '"worker_node": 100.0' in unknown
 
 
-def test_auth_token_goes_to_the_headers_and_the_state_api_environment():
-    environ = {}
-    assert use_auth_token("t0k", environ) == {"Authorization": "Bearer t0k"}
-    assert environ == {"RAY_AUTH_TOKEN": "t0k"}
-    untouched = {"RAY_AUTH_TOKEN": "from-env"}
-    assert use_auth_token(None, untouched) == {}
-    assert untouched == {"RAY_AUTH_TOKEN": "from-env"}
+def test_a_given_token_wins_over_rays_own_lookup():
+    environ = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "from-env"}
+    assert request_headers("t0k", environ) == {"Authorization": "Bearer t0k"}
+    assert environ == {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "from-env"}  # nothing written
+
+
+def test_without_a_token_rays_lookup_order_applies_only_in_token_mode(tmp_path):
+    token_file = tmp_path / "mvp_auth_token"
+    token_file.write_text("from-file\n")
+    assert request_headers(None, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "from-env",
+                                  "RAY_AUTH_TOKEN_PATH": str(token_file)}) == {"Authorization": "Bearer from-env"}
+    assert request_headers(None, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_file)}) == {
+        "Authorization": "Bearer %s" % token_file.read_text().strip()}
+    # Not in token mode: Ray sends nothing, whatever the variables say.
+    assert request_headers(None, {"RAY_AUTH_TOKEN": "from-env", "RAY_AUTH_TOKEN_PATH": str(token_file)}) == {}
+
+
+def test_an_unreadable_token_file_gives_no_header(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ray/auth_token either
+    environ = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(tmp_path / "absent")}
+    assert request_headers(None, environ) == {}
 
 
 def test_placement_maps_the_driver_node_and_lists_the_alive_workers():

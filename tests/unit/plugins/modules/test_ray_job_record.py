@@ -1,4 +1,4 @@
-"""ray_job_record against a fake JobSubmissionClient and State API: Ray's driver log and the status with the
+"""ray_job_record against a fake of Ray's dashboard (Jobs REST API, State API): Ray's driver log and the status with the
 verdict written into the job directory (logs/ray_driver.log, logs/status.json); nothing in check mode."""
 import json
 
@@ -38,15 +38,16 @@ def test_fake_jobsubmissionclient_a_log_ray_cannot_return_is_named_and_check_mod
     job_dir = tmp_path / "job-1"
     job_dir.mkdir()
     fake_ray.add_job("job-1", "FAILED", driver_exit_code=1)
-    fake_ray.logs["job-1"] = RuntimeError("node 10.0.0.3 is dead\ntraceback ...")
+    fake_ray.logs["job-1"] = fake_ray.Unanswered("node 10.0.0.3 is dead\ntraceback ...")
     options = {"address": ADDRESS, "submission_id": "job-1", "job_dir": str(job_dir)}
 
     checked = run_module(main, options, check_mode=True)
     assert checked["changed"] is False and not (job_dir / "logs").exists()
 
     result = run_module(main, options)
-    assert result["log_error"] == "node 10.0.0.3 is dead"
-    assert "Ray could not return the driver log of job-1 (node 10.0.0.3 is dead)" in (
+    reason = "Request failed with status code 500: %s" % fake_ray.logs["job-1"].text.splitlines()[0]
+    assert result["log_error"] == reason
+    assert "Ray could not return the driver log of job-1 (%s)" % reason in (
         job_dir / "logs" / "ray_driver.log").read_text()
     assert json.loads((job_dir / "logs" / "status.json").read_text())["status"] == "FAILED"
 
