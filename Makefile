@@ -7,7 +7,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume bench bench-train bench-resume
+.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume bench bench-scale bench-train bench-resume
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -67,6 +67,9 @@ bench-resume: setup engine ## Seconds from a lost node to the next attempt's fir
 
 bench: setup engine ## Benchmarks (bench/run.py); writes bench/results/latest.json
 	python bench/run.py
+
+bench-scale: setup engine ## Ansible side over SSH against 8-64 sshd-only nodes x forks 5/16/64, then real Ray workers 1-16 with idle memory (bench/scale_ssh.py); writes bench/results/scale-ssh.json
+	python bench/scale_ssh.py --sizes 8 16 32 64 --forks 5 16 64 --skip 32x5 --skip 64x5 --ray-sizes 1 4 8 16 --out bench/results/scale-ssh.json
 
 bench-train: setup engine ## Training jobs through submit.yml vs ray job submit (bench/train.py), sft then grpo
 	ansible-playbook site.yml

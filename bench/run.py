@@ -15,6 +15,10 @@ Measured in one run on the local Docker engine, each figure the median of
   submit_running      `submit.yml -e wait=false` from invocation until the job is RUNNING
   site_cold_{1,2,4,8}w  cold cluster.yml bring-up with 1, 2, 4 and 8 workers
   raw_bringup_{1,2,4,8}w  the raw baseline with as many workers (how the scripts themselves scale)
+  idle_mem_{head,worker}_<N>w  after each sized bring-up, once the cluster has been idle for
+                      --idle-wait seconds: the engine's memory use of the head container and of
+                      each worker container (MiB, page cache left out as `docker stats` does),
+                      under "memory_mib" in the JSON (the worker figure over every worker)
 
 Every bring-up starts from no container, no network and an empty shared folder.
 
@@ -23,7 +27,7 @@ network and shared folder, and removes them at the end. Needs the node image
 (images/node/build.sh) and the project venv on PATH.
 
 Usage: python bench/run.py [--repeat 3] [--sizes 1 2 4 8] [--out bench/results/latest.json]
-       [--sizes-only] [-e VAR=VALUE ...] [--keep-going] [--no-raw]
+       [--sizes-only] [-e VAR=VALUE ...] [--keep-going] [--no-raw] [--idle-wait 15]
 
 -e passes extra variables to every playbook run (for example ``-e mvp_ray_start_attempts=1`` to
 measure bring-up without the retry of a failed ``ray start``; ``ANSIBLE_FORKS`` paces how many
@@ -133,6 +137,39 @@ def inventory(tmp, workers):
     return inv
 
 
+def memory_mib(memory_stats):
+    """MiB a container uses, from the engine's ``memory_stats`` (a dict of its stats API).
+
+    ``usage`` minus the inactive page cache: ``stats.total_inactive_file`` (cgroup v1) or
+    ``stats.inactive_file`` (v2), none when neither is there. Rounded to 0.1 MiB.
+    :raises KeyError: when ``usage`` is missing (a stopped container reports no memory).
+    """
+    stats = memory_stats.get("stats", {})
+    cache = stats.get("total_inactive_file", stats.get("inactive_file", 0))
+    return round((memory_stats["usage"] - cache) / 1048576.0, 1)
+
+
+def idle_memory(workers, settle):
+    """Memory of the idle bench cluster: MiB of the head container and of each worker container.
+
+    Waits ``settle`` seconds (float) first, then reads each container's stats once through the
+    Docker SDK (``one_shot``): usage minus the inactive page cache (``total_inactive_file`` on
+    cgroup v1, ``inactive_file`` on v2), what ``docker stats`` shows.
+    :returns: (head MiB, list of worker MiB), floats rounded to 0.1.
+    :raises docker.errors.NotFound: when a bench container is gone.
+    """
+    import docker
+    time.sleep(settle)
+    client = docker.from_env()
+
+    def mib(name):
+        """MiB the container ``name`` uses now."""
+        return memory_mib(client.containers.get(name).stats(stream=False, one_shot=True)["memory_stats"])
+
+    all_names = names(workers)
+    return mib(all_names[0]), [mib(name) for name in all_names[1:]]
+
+
 def fresh():
     """No container, no network, an empty shared folder: where both the raw scripts and the playbooks start."""
     clean()
@@ -173,7 +210,7 @@ def wait_running(head, submission_id, timeout=120):
 
 
 def summary(values):
-    """Median, min and max in seconds (rounded)."""
+    """Median, min and max (seconds, or MiB for the memory figures), rounded, and every value."""
     return {"median": round(statistics.median(values), 2), "min": round(min(values), 2),
             "max": round(max(values), 2), "runs": [round(v, 2) for v in values]}
 
@@ -188,11 +225,14 @@ def main():
     parser.add_argument("-e", "--extra-vars", action="append", default=[], help="VAR=VALUE for every playbook")
     parser.add_argument("--keep-going", action="store_true", help="count a failed sized bring-up, go on")
     parser.add_argument("--no-raw", action="store_true", help="sized bring-ups without the raw baseline")
+    parser.add_argument("--idle-wait", type=float, default=15.0,
+                        help="seconds of idle cluster before the memory of a sized bring-up is read")
     args = parser.parse_args()
     EXTRA_VARS.extend(args.extra_vars)
     failures = {}
     img = image()
     runs = {}
+    memory = {}
 
     def record(key, value):
         runs.setdefault(key, []).append(value)
@@ -232,6 +272,11 @@ def main():
                     # ray_worker's "joined at attempt N" lines: workers whose first `ray start` failed.
                     retried = LAST_OUTPUT["text"].count(" joined at attempt ")
                     runs.setdefault("retried_starts_%dw" % size, []).append(retried)
+                    head_mib, worker_mib = idle_memory(size, args.idle_wait)
+                    memory.setdefault("idle_mem_head_%dw" % size, []).append(head_mib)
+                    memory.setdefault("idle_mem_worker_%dw" % size, []).extend(worker_mib)
+                    print("  %-20s head %.0f MiB, workers %.0f MiB each (median)" % (
+                        "idle_mem_%dw" % size, head_mib, statistics.median(worker_mib)), flush=True)
                 except RuntimeError as exc:
                     if not args.keep_going:
                         raise
@@ -252,6 +297,7 @@ def main():
         })
     if "site_cold_1w" in med and "site_cold_8w" in med:
         ratios["cold_8w_vs_1w"] = round(med["site_cold_8w"] / med["site_cold_1w"], 2)
+    if "raw_bringup_1w" in med and "raw_bringup_8w" in med:  # not with --no-raw
         ratios["raw_8w_vs_1w"] = round(med["raw_bringup_8w"] / med["raw_bringup_1w"], 2)
     if "site_cold_16w" in med and "raw_bringup_16w" in med:
         ratios["cold_vs_raw_16w"] = round(med["site_cold_16w"] / med["raw_bringup_16w"], 2)
@@ -265,13 +311,16 @@ def main():
               "extra_vars": EXTRA_VARS, "forks": os.environ.get("ANSIBLE_FORKS", "ansible.cfg"),
               "failures": failures,
               "machine": "%s, %d cores, %s" % (platform.machine(), os.cpu_count(), platform.platform()),
-              "repeat": args.repeat, "seconds": result, "ratios": ratios, "goals": goals}
+              "repeat": args.repeat, "seconds": result, "ratios": ratios, "goals": goals,
+              "memory_mib": {k: summary(v) for k, v in memory.items()}}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as handle:
         json.dump(report, handle, indent=2)
     print("\n| measure | median s | min s | max s |\n|---|---|---|---|")
     for key, value in result.items():
         print("| %s | %.1f | %.1f | %.1f |" % (key, value["median"], value["min"], value["max"]))
+    for key, value in report["memory_mib"].items():
+        print("| %s (MiB) | %.0f | %.0f | %.0f |" % (key, value["median"], value["min"], value["max"]))
     print("\n| ratio | value | goal |\n|---|---|---|")
     for key, value in ratios.items():
         print("| %s | %s | %s |" % (key, value, goals[key]))

@@ -43,6 +43,7 @@ FILES = {
     "watchdog": "logs/watchdog.json",            # the progress watchdog's record of a hang
     "verdict": "logs/verdict.json",              # the entrypoint's verdict (mvp_verdict.classify)
     "workers_logs": "logs/workers",              # stderr tails of the job's actors, per node IP
+    "interconnect": "logs/interconnect.json",    # the selftest's all-reduce bus bandwidth per size and node pair
     # written by the plays (ray_job, ray_job_record, debug_bundle)
     "ray_driver_log": "logs/ray_driver.log",     # Ray's copy of the driver log
     "status": "logs/status.json",                # Ray's last status beside the verdict

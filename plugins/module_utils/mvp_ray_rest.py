@@ -22,17 +22,19 @@ What Ray's Python client does beyond the HTTP call and these clients do not: upl
 ``working_dir``/``py_modules`` (the job spec refuses those keys, module_utils.mvp_spec) and a
 version check for ``entrypoint_resources`` (every node runs the same Ray, checked by the preflight).
 Token authentication (``RAY_AUTH_MODE=token``) is the same header Ray's clients send,
-``Authorization: Bearer <token>`` (module_utils.mvp_ray.auth_headers).
+``Authorization: Bearer <token>`` (module_utils.mvp_ray.auth_headers). Requests go through
+Ansible's own ``ansible.module_utils.urls.open_url`` (urllib underneath), without proxies: the
+dashboard is the cluster's own (normally ``127.0.0.1`` on the head).
 """
 
 from __future__ import annotations
 
 import json
 import socket
-
 from urllib.error import HTTPError, URLError
 from urllib.parse import quote, urlencode
-from urllib.request import Request, urlopen
+
+from ansible.module_utils.urls import open_url
 
 DEFAULT_TIMEOUT = 30
 """Seconds an HTTP call may take when the caller names no timeout."""
@@ -98,9 +100,9 @@ class _Http(object):
         if body is not None:
             data = json.dumps(body).encode("utf-8")
             headers["Content-Type"] = "application/json"
-        request = Request(url, data=data, headers=headers, method=method)
         try:
-            response = urlopen(request, timeout=timeout or self.timeout)
+            response = open_url(url, data=data, headers=headers, method=method, use_proxy=False,
+                                timeout=timeout or self.timeout, follow_redirects="none")
             text = response.read().decode("utf-8")
         except HTTPError as exc:
             raise RayHttpError(exc.code, exc.read().decode("utf-8", "replace"), url)

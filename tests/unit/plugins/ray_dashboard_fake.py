@@ -1,7 +1,7 @@
 """A fake of Ray's dashboard: the Jobs REST API and the State API answered from a cluster a test describes.
 
 ``FakeRay.handle`` answers one request as Ray 2.60's routes do (``dashboard/modules/job/job_head.py``,
-``dashboard/modules/state/state_head.py``): the module tests put it behind ``urlopen`` of
+``dashboard/modules/state/state_head.py``): the module tests put it behind ``open_url`` of
 module_utils mvp_ray_rest (tests/unit/plugins/modules/conftest.py, fixture ``fake_ray``), the tests
 of mvp_ray_rest behind a real HTTP server (tests/unit/plugins/module_utils/test_mvp_ray_rest.py).
 """
@@ -161,18 +161,18 @@ class FakeRay(object):
             return 200, {"deleted": True}
         return 404, "no route %s %s" % (method, path)
 
-    def urlopen(self, request, timeout=None):
-        """Stand-in for ``urllib.request.urlopen`` (what mvp_ray_rest calls): the request goes to
-        :meth:`handle` in this process; an HTTP error status raises ``HTTPError`` as urllib does."""
+    def open_url(self, url, data=None, headers=None, method=None, **_options):
+        """Stand-in for ``ansible.module_utils.urls.open_url`` (what mvp_ray_rest calls): the request goes
+        to :meth:`handle` in this process; an HTTP error status raises ``HTTPError`` as open_url does."""
         if self.unreachable is not None:
             raise urllib.error.URLError(self.unreachable)
-        url = urllib.parse.urlsplit(request.full_url)
-        body = json.loads(request.data.decode("utf-8")) if request.data else None
-        status, answer = self.handle(request.get_method(), url.path, urllib.parse.parse_qs(url.query),
-                                     dict(request.header_items()), body)
+        parts = urllib.parse.urlsplit(url)
+        body = json.loads(data.decode("utf-8")) if data else None
+        status, answer = self.handle(method or ("POST" if data else "GET"), parts.path,
+                                     urllib.parse.parse_qs(parts.query), dict(headers or {}), body)
         text = answer if isinstance(answer, str) else json.dumps(answer)
         if status >= 400:
-            raise urllib.error.HTTPError(request.full_url, status, "error", {}, io.BytesIO(text.encode("utf-8")))
+            raise urllib.error.HTTPError(url, status, "error", {}, io.BytesIO(text.encode("utf-8")))
         return io.BytesIO(text.encode("utf-8"))
 
 

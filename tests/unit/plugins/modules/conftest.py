@@ -26,11 +26,11 @@ def cluster_nodes():
 
 @pytest.fixture
 def fake_ray(monkeypatch, cluster_nodes):
-    """A fake of Ray's dashboard (Jobs REST API and State API) behind ``urlopen`` of module_utils
+    """A fake of Ray's dashboard (Jobs REST API and State API) behind ``open_url`` of module_utils
     mvp_ray_rest, holding ``cluster_nodes``; Ray's token variables are unset for the test."""
     fake = FakeRay()
     fake.nodes = list(cluster_nodes)
-    monkeypatch.setattr(mvp_ray_rest, "urlopen", fake.urlopen)
+    monkeypatch.setattr(mvp_ray_rest, "open_url", fake.open_url)
     for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
         monkeypatch.delenv(name, raising=False)
     return fake
