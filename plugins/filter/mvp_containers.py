@@ -19,9 +19,12 @@ def mvp_container_plan(nodes, hostvars, settings):
     :param settings: dict with ``image``, ``network``, ``host_shared_dir``,
         ``shared_root``, ``shm_size``, ``env`` (dict), ``extra_volumes`` (list of str) and
         optionally ``ipc_mode`` (str, e.g. ``host``; empty: Docker's default) and
-        ``ulimits`` (list of docker ``name:soft:hard`` strings, e.g. ``memlock:-1:-1``).
+        ``ulimits`` (list of docker ``name:soft:hard`` strings, e.g. ``memlock:-1:-1``),
+        ``command`` (list of str; default ``["sleep", "infinity"]``: a node whose Ray the playbook starts
+        over the connection) and ``revision`` (str, e.g. the checksums of the node entrypoint's files;
+        only recorded, so that a new revision changes the plan and its label).
     :returns: list of dicts with name, hostname, image, command, init, shm_size, env,
-        networks, volumes, ipc_mode and ulimits when set, and, for nodes with GPUs,
+        networks, volumes, ipc_mode, ulimits and revision when set, and, for nodes with GPUs,
         device_requests ([{"driver": "nvidia", "device_ids": ["0", ...], "capabilities": [["gpu"]]}]).
     :raises ValueError: for an ulimit that is not ``name:soft:hard`` (or ``name:value``).
     """
@@ -33,7 +36,7 @@ def mvp_container_plan(nodes, hostvars, settings):
             "name": name,
             "hostname": name,
             "image": settings["image"],
-            "command": ["sleep", "infinity"],
+            "command": [str(arg) for arg in (settings.get("command") or ["sleep", "infinity"])],
             "init": True,
             "shm_size": settings["shm_size"],
             "env": dict(settings.get("env") or {}),
@@ -41,6 +44,8 @@ def mvp_container_plan(nodes, hostvars, settings):
             "volumes": (["%s:%s" % (settings["host_shared_dir"], settings["shared_root"])]
                         + list(settings.get("extra_volumes") or [])),
         }
+        if settings.get("revision"):
+            item["revision"] = str(settings["revision"])
         if settings.get("ipc_mode"):
             item["ipc_mode"] = settings["ipc_mode"]
         ulimits = list(settings.get("ulimits") or [])

@@ -21,7 +21,32 @@ description:
   - Error messages name the inventory variables to change (mvp_ray_gcs_port,
     mvp_ray_dashboard_port, mvp_ray_ready_timeout).
   - Check mode reads only and reports C(changed) when the head would be started.
+  - With I(start=false) (a docker-host node container starts Ray itself, from the settings file
+    the ray_head role writes, see the containers role's C(mvp_ray_node.py)), never starts or stops
+    anything. It waits, for at most I(ready_timeout) seconds, until the head is listed ALIVE, the
+    node's status file I(status_path) says Ray runs from the settings file I(settings_path) as it is
+    now (the sha256 of its bytes), and at least I(workers) workers carrying I(resource) are ALIVE. It then
+    reports C(changed=false). When time runs out, it fails and quotes the status file (the failed
+    starts, each with Ray's reason) and the workers it found.
 options:
+  start:
+    description:
+      - Start the head with C(ray start --head) when none answers.
+      - False - only wait for a head that the node's container starts (see the description).
+    type: bool
+    default: true
+  workers:
+    description: With I(start=false), how many workers carrying I(resource) must be ALIVE before the call returns.
+    type: int
+    default: 0
+  status_path:
+    description:
+      - With I(start=false), the node entrypoint's status file (JSON with C(state), C(settings_sha256),
+        C(failed_attempts)). Not read when empty.
+    type: path
+  settings_path:
+    description: With I(start=false) and I(status_path), the settings file Ray must run from.
+    type: path
   ray:
     description: Path of the C(ray) CLI on the head.
     type: path
@@ -90,12 +115,18 @@ summary:
   description: ALIVE nodes (head, alive_workers, worker_ips, total_gpus), as ray_cluster_info returns it.
   type: dict
   returned: always
+node_status:
+  description: With I(start=false), the last content of I(status_path) (empty when it was not read).
+  type: dict
+  returned: always
 start_output:
   description: Standard output and error of C(ray start) when it ran.
   type: str
   returned: when started
 """
 
+import hashlib
+import json
 import os
 import socket
 import subprocess
@@ -104,6 +135,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import describe, listening_pids
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import clients, list_nodes, summarize
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import head_start_argv, head_start_env
 
 
 def port_owner(port):
@@ -146,6 +178,76 @@ def read_nodes(state, address, timeout=5):
         return [], str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
+def read_status(path):
+    """Return the node entrypoint's status file (dict; {} when missing or not JSON)."""
+    if not path:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            status = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return status if isinstance(status, dict) else {}
+
+
+def file_sha256(path):
+    """Return the sha256 hex digest of the file's bytes, or '' when ``path`` is empty or unreadable."""
+    if not path:
+        return ""
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return ""
+
+
+def wait_problem(summary, status, settings_sha256, workers):
+    """What the wait of I(start=false) still waits for (str), or '' when the cluster is ready.
+
+    :param summary: dict from ``summarize`` (``head``, ``worker_ips``).
+    :param status: dict, the node entrypoint's status ({} when not read).
+    :param settings_sha256: str, the settings Ray must run from ('' - any).
+    :param workers: int, how many workers must be ALIVE.
+    """
+    if status is not None and settings_sha256:
+        if status.get("settings_sha256") != settings_sha256:
+            return "the node's entrypoint has not started Ray from these settings yet (status: %s)" % (
+                status.get("state") or "no status file")
+        if status.get("state") != "running":
+            return "the node's entrypoint says %s" % (status.get("state") or "nothing")
+    if summary["head"] is None:
+        return "the dashboard does not list the head ALIVE"
+    if len(summary["worker_ips"]) < workers:
+        return "%d of %d workers ALIVE (%s)" % (len(summary["worker_ips"]), workers,
+                                                ", ".join(summary["worker_ips"]) or "none")
+    return ""
+
+
+def wait_only(module, state, address):
+    """I(start=false): wait until the head (and I(workers) workers) started by the node's container are ALIVE."""
+    params = module.params
+    deadline = time.time() + params["ready_timeout"]
+    while True:
+        nodes, error = read_nodes(state, address)
+        summary = summarize(nodes, params["resource"])
+        status = read_status(params["status_path"]) if params["status_path"] else None
+        problem = wait_problem(summary, status, file_sha256(params["settings_path"]), params["workers"])
+        if not problem:
+            module.exit_json(changed=False, started=False, nodes=nodes, summary=summary, node_status=status or {})
+        if module.check_mode:
+            module.exit_json(changed=True, started=False, nodes=nodes, summary=summary, node_status=status or {},
+                             waiting_for=problem)
+        if time.time() > deadline:
+            failed = "; ".join((status or {}).get("failed_attempts") or []) or "none recorded"
+            module.fail_json(msg="Waited %ds (mvp_ray_ready_timeout) for the Ray cluster started by the node "
+                             "containers: %s%s. Failed starts on the head: %s. Check the node's Ray logs under "
+                             "%s/session_latest/logs and `docker logs` of its container."
+                             % (params["ready_timeout"], problem, " (%s)" % error if error else "", failed,
+                                params["temp_dir"]),
+                             nodes=nodes, summary=summary, node_status=status or {})
+        time.sleep(0.5)
+
+
 def main():
     """Module entry point."""
     module = AnsibleModule(
@@ -159,6 +261,10 @@ def main():
             resource=dict(type="str", default="worker_node"),
             temp_dir=dict(type="path", default="/tmp/ray"),
             gcs_storage_path=dict(type="path"),
+            start=dict(type="bool", default=True),
+            workers=dict(type="int", default=0),
+            status_path=dict(type="path"),
+            settings_path=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -166,6 +272,8 @@ def main():
     address = "http://127.0.0.1:%d" % params["dashboard_port"]
     # The State API over HTTP (no Ray import); the token as Ray's own lookup finds it (the task's environment).
     state = clients(address)[1]
+    if not params["start"]:
+        wait_only(module, state, address)
     nodes, error = [], "nothing listens on port %d" % params["dashboard_port"]
     if port_taken(params["dashboard_port"]):
         nodes, error = read_nodes(state, address)
@@ -186,13 +294,12 @@ def main():
     if module.check_mode:
         module.exit_json(changed=True, started=False, nodes=nodes, summary=summary)
 
-    argv = [params["ray"], "start", "--head", "--num-cpus=0", "--num-gpus=0", "--port=%d" % params["gcs_port"],
-            "--dashboard-host=%s" % params["dashboard_host"], "--dashboard-port=%d" % params["dashboard_port"],
-            "--disable-usage-stats"] + params["extra_args"]
+    argv = head_start_argv(params["ray"], params["gcs_port"], params["dashboard_host"], params["dashboard_port"],
+                           params["extra_args"])
     env = dict(os.environ)
     if params["gcs_storage_path"]:
         os.makedirs(params["gcs_storage_path"], exist_ok=True)
-        env.update(RAY_gcs_storage="rocksdb", RAY_gcs_storage_path=params["gcs_storage_path"])
+    env.update(head_start_env(params["gcs_storage_path"] or ""))
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     except OSError as exc:

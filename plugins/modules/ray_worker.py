@@ -43,7 +43,25 @@ description:
     C(<temp_dir>/session_latest/logs/raylet.out)).
   - The environment of the task reaches C(ray start) (e.g. C(RAY_AUTH_MODE)).
   - Check mode reports C(changed) and C(reason) without stopping or starting anything.
+  - With I(start=false) (a docker-host node container starts Ray itself from the settings file the
+    ray_worker role writes, see the containers role's C(mvp_ray_node.py)), it starts and stops nothing.
+    It waits, for at most I(timeout) seconds, until the status file I(status_path) says Ray runs
+    (C(state=running)) from the settings file I(settings_path) as it is now (the sha256 of its bytes).
+    It returns that node's IP with C(changed=false). When time runs out, it fails and quotes the state
+    and the failed starts, each with Ray's reason. Every other option is ignored then.
 options:
+  start:
+    description:
+      - Start Ray over this connection when the raylet has not joined.
+      - False - wait for the container's own start (see the description).
+    type: bool
+    default: true
+  settings_path:
+    description: With I(start=false), the settings file the node's entrypoint starts Ray from.
+    type: path
+  status_path:
+    description: With I(start=false), the status file the node's entrypoint keeps (JSON).
+    type: path
   ray:
     description: Path of the C(ray) CLI on the worker.
     type: path
@@ -127,6 +145,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+node_status:
+  description: With I(start=false), the node entrypoint's status file (state, settings_sha256, failed_attempts, ...).
+  type: dict
+  returned: with start=false
 reason:
   description: Why Ray was (or would be) started, or C(joined) when nothing changed.
   type: str
@@ -163,14 +185,14 @@ failed_attempts:
 import hashlib
 import json
 import os
-import random
-import re
 import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_net import route_problem, route_to
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import find_argv
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
+    as_text, ray_reason, retry_pause, worker_start_argv)
 
 
 def find_raylet():
@@ -216,49 +238,6 @@ def secrets_fingerprint(secret, secret_env, more_secrets):
     return fingerprint(json.dumps(more, sort_keys=True))
 
 
-# Lines that carry Ray's reason for a failed start: glog's fatal checks, Python errors, timeouts.
-REASON_LINE = re.compile(r"Check failed|Timed out|Error|error:|failed|Failed")
-
-
-def ray_reason(output, temp_dir, limit=3):
-    """Ray's own reason for a failed ``ray start``.
-
-    :param output: str, standard output and error of ``ray start``.
-    :param temp_dir: str, Ray's temp dir; ``session_latest/logs/raylet.out`` there is read
-        (the raylet's glog file: a fatal ``Check failed`` line is written there, not to
-        ``ray start``'s output).
-    :param limit: int, how many matching lines to keep from each source (the last ones).
-    :returns: str, the matching lines (each at most 300 characters) prefixed with their source,
-        joined by `` | ``; the last line of *output* when nothing matched; '' when both are empty.
-    """
-    found = []
-    sources = [("ray start", output or "")]
-    try:
-        with open(os.path.join(temp_dir, "session_latest", "logs", "raylet.out"), encoding="utf-8",
-                  errors="replace") as handle:
-            sources.append(("raylet.out", handle.read()[-200000:]))
-    except OSError:
-        pass
-    for name, text in sources:
-        lines = [line.strip() for line in text.splitlines() if REASON_LINE.search(line)]
-        found += ["%s: %s" % (name, line[:300]) for line in lines[-limit:]]
-    if not found and (output or "").strip():
-        found = ["ray start: %s" % output.strip().splitlines()[-1][:300]]
-    return " | ".join(found)
-
-
-def as_text(data):
-    """Return ``data`` (str, bytes or None - TimeoutExpired holds bytes even with ``text=True``) as str."""
-    if isinstance(data, bytes):
-        return data.decode("utf-8", "replace")
-    return data or ""
-
-
-def retry_pause(attempt, delay, rand=random.random):
-    """Seconds to wait before attempt ``attempt + 1`` (float): ``delay * attempt`` plus up to ``delay`` at random."""
-    return delay * attempt + delay * rand()
-
-
 def decide(raylet_argv, gcs_address, alive_ips, seen_fingerprint, wanted_fingerprint, wanted_node_ip=""):
     """Return (joined, reason) for a worker.
 
@@ -284,6 +263,56 @@ def decide(raylet_argv, gcs_address, alive_ips, seen_fingerprint, wanted_fingerp
     return True, "joined"
 
 
+def read_json(path):
+    """Return the JSON object in ``path`` ({} when missing or not an object)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def file_sha256(path):
+    """Return the sha256 hex digest of the file's bytes, or '' when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return ""
+
+
+def wait_started(module):
+    """I(start=false): wait until the node's entrypoint runs Ray from the current settings file."""
+    params = module.params
+    if not params["settings_path"] or not params["status_path"]:
+        module.fail_json(msg="start=false needs settings_path and status_path")
+    deadline = time.time() + params["timeout"]
+    while True:
+        wanted = file_sha256(params["settings_path"])
+        status = read_json(params["status_path"])
+        if wanted and status.get("settings_sha256") == wanted and status.get("state") == "running":
+            module.exit_json(changed=False, reason="joined", node_ip=status.get("node_ip", ""),
+                             socket_ifname=status.get("socket_ifname", ""), attempts=status.get("attempt", 0),
+                             failed_attempts=status.get("failed_attempts") or [], node_status=status)
+        if module.check_mode or time.time() > deadline:
+            if module.check_mode:
+                module.exit_json(changed=True, reason="the container has not started Ray from these settings",
+                                 node_ip="", attempts=0, failed_attempts=[], node_status=status)
+            module.fail_json(
+                msg="This node's container has not started Ray from its settings within %ds (mvp_ray_ready_timeout): "
+                    "%s%s; failed starts: %s. See `docker logs` of this node's container and Ray's logs under "
+                    "%s/session_latest/logs." % (
+                        params["timeout"],
+                        "state '%s'" % status.get("state") if status else "no status file %s" % params["status_path"],
+                        "" if status.get("settings_sha256") in (wanted, None) else " (from older settings)",
+                        "; ".join(status.get("failed_attempts") or []) or "none", params["temp_dir"]),
+                reason=status.get("state", ""), node_ip=status.get("node_ip", ""),
+                attempts=status.get("attempt", 0), failed_attempts=status.get("failed_attempts") or [],
+                node_status=status)
+        time.sleep(0.5)
+
+
 def main():
     """Module entry point."""
     module = AnsibleModule(
@@ -304,10 +333,15 @@ def main():
             retry_delay=dict(type="float", default=5),
             route_env=dict(type="bool", default=True),
             socket_ifname=dict(type="str", default=""),
+            start=dict(type="bool", default=True),
+            settings_path=dict(type="path"),
+            status_path=dict(type="path"),
         ),
         supports_check_mode=True,
     )
     params = module.params
+    if not params["start"]:
+        wait_started(module)
     raylet = find_raylet()
     marker = os.path.join(params["temp_dir"], "mvp_secret.sha256")
     try:
@@ -355,14 +389,8 @@ def main():
         if value:
             env[name] = str(value)
     env.update(net_env)
-    argv = [params["ray"], "start", "--address=%s" % params["gcs_address"],
-            "--resources=%s" % json.dumps(params["resources"], sort_keys=True),
-            "--num-gpus=%d" % params["num_gpus"], "--disable-usage-stats"]
-    if params["num_cpus"]:
-        argv.append("--num-cpus=%s" % params["num_cpus"])
-    if node_ip_wanted:
-        argv.append("--node-ip-address=%s" % node_ip_wanted)
-    argv += params["extra_args"]
+    argv = worker_start_argv(params["ray"], params["gcs_address"], params["resources"], params["num_gpus"],
+                             params["num_cpus"], node_ip_wanted, params["extra_args"])
     failed = []
     output = ""
     for attempt in range(1, max(1, params["attempts"]) + 1):

@@ -96,3 +96,16 @@ def test_cpu_settings_leave_the_plan_without_ipc_and_ulimits():
     nodes, hostvars = dev_hostvars()
     plan = mvp_container_plan(nodes, hostvars, _settings(hostvars, ipc_mode="", ulimits=[]))
     assert all("ipc_mode" not in p and "ulimits" not in p for p in plan)
+
+
+def test_the_command_and_revision_are_planned_as_given_and_sleep_is_the_default():
+    hostvars = {"n0": {}, "n1": {"mvp_container_name": "c1"}}
+    base = {"image": "i", "network": "net", "host_shared_dir": "/h", "shared_root": "/private", "shm_size": "1g",
+            "env": {}, "extra_volumes": ["/h/node:/opt/mvp/node:ro"]}
+    plain = mvp_container_plan(["n0"], hostvars, base)[0]
+    assert plain["command"] == ["sleep", "infinity"] and "revision" not in plain
+    command = ["/py", "/opt/mvp/node/mvp_ray_node.py", "--settings", "/tmp/ray/s.json", "--status", "/tmp/ray/t.json"]
+    planned = mvp_container_plan(["n0", "n1"], hostvars, dict(base, command=command, revision="abc,def"))
+    assert [p["command"] for p in planned] == [command, command]
+    assert [p["revision"] for p in planned] == ["abc,def", "abc,def"]
+    assert planned[1]["volumes"] == ["/h:/private", "/h/node:/opt/mvp/node:ro"]

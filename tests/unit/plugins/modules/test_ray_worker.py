@@ -92,3 +92,27 @@ def test_as_text_decodes_timeout_bytes():
 
     assert as_text(b"ab\xff") == "ab\ufffd"
     assert as_text(None) == "" and as_text("x") == "x"
+
+
+def test_start_false_waits_for_the_status_of_the_current_settings(clock, run_module, tmp_path):
+    import json
+
+    from ray_worker import main
+
+    settings = tmp_path / "mvp_node.json"
+    settings.write_text('{"argv": ["ray", "start"], "env": {"MVP_INTERNAL_TOKEN": "t"}}')
+    status = tmp_path / "mvp_node_status.json"
+    old = {"state": "running", "settings_sha256": "0" * 64, "node_ip": "10.0.0.9", "failed_attempts": []}
+    status.write_text(json.dumps(old))
+    args = {"ray": "/no/ray", "gcs_address": "10.0.0.1:6379", "start": False, "settings_path": str(settings),
+            "status_path": str(status), "timeout": 20}
+    result = run_module(main, args)
+    assert result["failed"] and "(from older settings)" in result["msg"] and clock.elapsed >= 20
+    sha = hashlib.sha256(settings.read_bytes()).hexdigest()
+    status.write_text(json.dumps(dict(old, settings_sha256=sha, state="failed",
+                                      failed_attempts=["attempt 1: rc=1 - ray start: Timed out"])))
+    result = run_module(main, args)
+    assert result["failed"] and "state 'failed'" in result["msg"] and "attempt 1: rc=1 - ray start: Timed out" in result["msg"]
+    status.write_text(json.dumps(dict(old, settings_sha256=sha)))
+    result = run_module(main, args)
+    assert not result.get("failed") and result["changed"] is False and result["node_ip"] == "10.0.0.9"

@@ -1,0 +1,156 @@
+# -*- coding: utf-8 -*-
+"""How a Ray node is started: the ``ray start`` command lines and Ray's reason for a failed start.
+
+Used by the ``ray_head`` and ``ray_worker`` modules (Ray started over the connection, as on prod),
+by the ``mvp_ray_node_settings`` filter (the settings a node container starts Ray with) and by the
+node entrypoint ``mvp_ray_node.py`` that runs as the command of a docker-host node container (this
+file is copied beside it, so it imports nothing but the standard library).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+
+# Lines that carry Ray's reason for a failed start: glog's fatal checks, Python errors, timeouts.
+REASON_LINE = re.compile(r"Check failed|Timed out|Error|error:|failed|Failed")
+
+
+def head_start_argv(ray, gcs_port, dashboard_host, dashboard_port, extra_args=()):
+    """``ray start --head`` for a control-plane-only head.
+
+    :param ray: str, path of the ``ray`` CLI.
+    :param gcs_port: int, the GCS port (mvp_ray_gcs_port).
+    :param dashboard_host: str, address the dashboard listens on.
+    :param dashboard_port: int, the dashboard / Jobs API port (mvp_ray_dashboard_port).
+    :param extra_args: iterable of str appended as given.
+    :returns: list of str; the head offers no CPU and no GPU (``--num-cpus=0 --num-gpus=0``).
+    """
+    return [ray, "start", "--head", "--num-cpus=0", "--num-gpus=0", "--port=%d" % int(gcs_port),
+            "--dashboard-host=%s" % dashboard_host, "--dashboard-port=%d" % int(dashboard_port),
+            "--disable-usage-stats"] + [str(arg) for arg in extra_args]
+
+
+def head_start_env(gcs_storage_path="", profiling=False):
+    """Environment variables the head's ``ray start`` needs besides the node's own.
+
+    :param gcs_storage_path: str, folder where the GCS keeps its tables (RocksDB); '' keeps them in memory.
+    :param profiling: bool, let the dashboard serve the stacks of Ray's processes (``/worker/traceback``).
+    :returns: dict str -> str (``RAY_gcs_storage``, ``RAY_gcs_storage_path``,
+        ``RAY_DASHBOARD_ENABLE_PROFILING``, each only when asked for).
+    """
+    env = {}
+    if gcs_storage_path:
+        env.update(RAY_gcs_storage="rocksdb", RAY_gcs_storage_path=str(gcs_storage_path))
+    if profiling:
+        env["RAY_DASHBOARD_ENABLE_PROFILING"] = "1"
+    return env
+
+
+def worker_start_argv(ray, gcs_address, resources, num_gpus, num_cpus="", node_ip="", extra_args=()):
+    """``ray start`` that joins a worker to the head.
+
+    :param ray: str, path of the ``ray`` CLI.
+    :param gcs_address: str, the head's GCS ``host:port``.
+    :param resources: dict name -> amount, the custom resources (``{"worker_node": 100}``).
+    :param num_gpus: int, GPUs offered to Ray.
+    :param num_cpus: str or int, CPUs offered to Ray ('' lets Ray count the cores).
+    :param node_ip: str, the node IP to advertise ('' lets Ray pick it).
+    :param extra_args: iterable of str appended as given.
+    :returns: list of str.
+    """
+    argv = [ray, "start", "--address=%s" % gcs_address,
+            "--resources=%s" % json.dumps(resources or {}, sort_keys=True),
+            "--num-gpus=%d" % int(num_gpus), "--disable-usage-stats"]
+    if str(num_cpus):
+        argv.append("--num-cpus=%s" % num_cpus)
+    if node_ip:
+        argv.append("--node-ip-address=%s" % node_ip)
+    return argv + [str(arg) for arg in extra_args]
+
+
+def ray_reason(output, temp_dir, limit=3):
+    """Ray's own reason for a failed ``ray start``.
+
+    :param output: str, standard output and error of ``ray start``.
+    :param temp_dir: str, Ray's temp dir; ``session_latest/logs/raylet.out`` there is read
+        (the raylet's glog file: a fatal ``Check failed`` line is written there, not to
+        ``ray start``'s output).
+    :param limit: int, how many matching lines to keep from each source (the last ones); the raylet's
+        periodic ``[state-dump]`` lines (counters such as ``process_failed_...: 0``) never count.
+    :returns: str, the matching lines (each at most 300 characters) prefixed with their source,
+        joined by `` | ``; the last line of *output* when nothing matched; '' when both are empty.
+    """
+    found = []
+    sources = [("ray start", output or "")]
+    try:
+        with open(os.path.join(temp_dir, "session_latest", "logs", "raylet.out"), encoding="utf-8",
+                  errors="replace") as handle:
+            sources.append(("raylet.out", handle.read()[-200000:]))
+    except OSError:
+        pass
+    for name, text in sources:
+        lines = [line.strip() for line in text.splitlines()
+                 if REASON_LINE.search(line) and "[state-dump]" not in line]
+        found += ["%s: %s" % (name, line[:300]) for line in lines[-limit:]]
+    if not found and (output or "").strip():
+        found = ["ray start: %s" % output.strip().splitlines()[-1][:300]]
+    return " | ".join(found)
+
+
+def as_text(data):
+    """Return ``data`` (str, bytes or None - TimeoutExpired holds bytes even with ``text=True``) as str."""
+    if isinstance(data, bytes):
+        return data.decode("utf-8", "replace")
+    return data or ""
+
+
+def retry_pause(attempt, delay, rand=random.random):
+    """Seconds to wait before attempt ``attempt + 1`` (float): ``delay * attempt`` plus up to ``delay`` at random."""
+    return delay * attempt + delay * rand()
+
+
+def node_settings(kind, options):
+    """The settings file a docker-host node container starts Ray from (read by ``mvp_ray_node.py``).
+
+    :param kind: str, ``head`` or ``worker``.
+    :param options: dict. Both kinds: ``ray`` (path of the CLI), ``extra_args`` (list), ``env`` (dict
+        of variables added to Ray's environment - the auth settings and the secrets), ``temp_dir``,
+        ``timeout`` (seconds one start may take), ``attempts`` and ``retry_delay`` (seconds).
+        Head: ``gcs_port``, ``dashboard_host``, ``dashboard_port``, ``gcs_storage_path`` ('' - in
+        memory), ``profiling`` (bool). Worker: ``gcs_address`` (``host:port`` of the head),
+        ``resources`` (dict), ``num_gpus``, ``num_cpus`` ('' - Ray counts), ``route_env`` (bool) and
+        ``socket_ifname`` ('' - the route's interface).
+    :returns: dict with ``kind``, ``argv`` (``ray start`` without ``--block`` and, for a worker,
+        without ``--node-ip-address``: the entrypoint adds them), ``env`` (dict str -> str),
+        ``makedirs`` (list), ``temp_dir``, ``timeout``, ``attempts``, ``retry_delay``, and for a
+        worker ``gcs_address``, ``route_env`` and ``socket_ifname``.
+    :raises ValueError: for another ``kind`` or a missing option (the message names it).
+    """
+    if kind not in ("head", "worker"):
+        raise ValueError("kind must be head or worker, got %r" % (kind,))
+    try:
+        env = {str(k): str(v) for k, v in (options.get("env") or {}).items() if v is not None and str(v) != ""}
+        settings = {"kind": kind, "temp_dir": str(options.get("temp_dir") or "/tmp/ray"), "makedirs": [],
+                    "timeout": int(options.get("timeout") or 120), "attempts": max(1, int(options.get("attempts") or 1)),
+                    "retry_delay": float(options.get("retry_delay") or 0)}
+        extra = list(options.get("extra_args") or [])
+        if kind == "head":
+            settings["argv"] = head_start_argv(options["ray"], options["gcs_port"], options["dashboard_host"],
+                                               options["dashboard_port"], extra)
+            storage = str(options.get("gcs_storage_path") or "")
+            env.update(head_start_env(storage, bool(options.get("profiling"))))
+            if storage:
+                settings["makedirs"].append(storage)
+        else:
+            settings["argv"] = worker_start_argv(options["ray"], options["gcs_address"], options.get("resources") or {},
+                                                 options.get("num_gpus") or 0, options.get("num_cpus") or "", "",
+                                                 extra)
+            settings.update(gcs_address=str(options["gcs_address"]), route_env=bool(options.get("route_env", True)),
+                            socket_ifname=str(options.get("socket_ifname") or ""))
+    except KeyError as exc:
+        raise ValueError("the %s settings need the option %s" % (kind, exc))
+    settings["env"] = env
+    return settings

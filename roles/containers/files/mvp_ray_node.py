@@ -1,0 +1,299 @@
+# -*- coding: utf-8 -*-
+"""Command of a docker-host Ray node container: start Ray from a settings file and keep it running.
+
+The containers role makes this file (with ``mvp_net.py`` and ``mvp_ray_start.py`` beside it) the
+command of every node container on a docker host; the ray_head and ray_worker roles write the node's
+settings file. Started as::
+
+    python mvp_ray_node.py --settings /tmp/ray/mvp_node.json --status /tmp/ray/mvp_node_status.json
+
+What it does, in a loop:
+
+1. Waits until the settings file exists (a fresh container waits for the cluster play; a restarted
+   one finds the file it had) and reads it. The file is JSON written 0600 by the roles:
+   ``argv`` (``ray start`` without ``--block``), ``env`` (variables added to Ray's environment: the
+   internal token, the W&B key and the Ray auth settings travel here, never on a command line or in
+   ``docker inspect``), ``makedirs``, ``temp_dir``, ``attempts``, ``retry_delay`` and ``timeout``
+   (seconds), and for a worker ``gcs_address`` (``host:port`` of the head), ``route_env`` and
+   ``socket_ifname``.
+2. A worker waits until the head's GCS port accepts connections, then reads the route to it
+   (``mvp_net.route_to``): Ray is started with ``--node-ip-address=<source of that route>`` and
+   ``NCCL_SOCKET_IFNAME``/``GLOO_SOCKET_IFNAME`` set to its interface, as the ray_worker module does.
+3. Runs ``ray start ... --block``. Ray prints "This command will now block forever" once the node is up
+   (``ray/scripts/scripts.py``); the status file then says ``running``. A start that exits or does not
+   get there within ``timeout`` seconds is retried after ``ray stop --force`` and a pause
+   (``mvp_ray_start.retry_pause``), up to ``attempts`` times; then this process exits 1 and the
+   container's restart policy starts it again.
+4. While Ray runs: when ``ray start --block`` exits (it does when a Ray process dies) this process
+   exits with its code, so Docker restarts the container and Ray with it. When the settings file
+   changes, Ray is stopped and started again from the new settings.
+5. SIGTERM (``docker stop``) stops Ray (``ray stop``) and exits 0.
+
+The status file (JSON, replaced atomically) holds ``state`` (``waiting for settings``,
+``waiting for the head``, ``starting``, ``running``, ``failed``, ``exited``), ``settings_sha256``
+(sha256 of the settings file's bytes), ``attempt``, ``failed_attempts`` (one line per failed start
+with Ray's reason, ``mvp_ray_start.ray_reason``), ``node_ip``, ``socket_ifname`` and ``updated``
+(UTC, ISO 8601). The roles wait on it and quote it when a node does not come up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from mvp_net import route_problem, route_to  # noqa: E402  (copied beside this file)
+from mvp_ray_start import ray_reason, retry_pause  # noqa: E402
+
+# Printed by `ray start --block` once the node is up (Ray 2.60, ray/scripts/scripts.py).
+RUNNING_LINE = "will now block forever"
+POLL_S = 1.0
+
+
+def log(message):
+    """Print one line to the container's log (``docker logs``)."""
+    print("mvp_ray_node: %s" % message, flush=True)
+
+
+def read_settings(path):
+    """Return (settings dict, sha256 hex of the file's bytes), or (None, '') while missing or unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        settings = json.loads(data.decode("utf-8"))
+    except (OSError, ValueError):
+        return None, ""
+    if not isinstance(settings, dict) or not settings.get("argv"):
+        return None, ""
+    return settings, hashlib.sha256(data).hexdigest()
+
+
+class Status(object):
+    """The status file: every update rewrites it atomically (write to a temp name, rename)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.data = {"state": "waiting for settings", "settings_sha256": "", "attempt": 0,
+                     "failed_attempts": [], "node_ip": "", "socket_ifname": ""}
+
+    def set(self, **values):
+        """Update the given keys, stamp ``updated`` and write the file."""
+        self.data.update(values)
+        self.data["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        folder = os.path.dirname(self.path) or "."
+        os.makedirs(folder, exist_ok=True)
+        tmp = "%s.%d.tmp" % (self.path, os.getpid())
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(self.data, handle, sort_keys=True)
+            handle.write("\n")
+        os.replace(tmp, self.path)
+
+
+def head_reachable(gcs_address, timeout=2.0):
+    """True when a TCP connection to ``host:port`` succeeds."""
+    host, _sep, port = gcs_address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout).close()
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def network(settings):
+    """Return (extra argv, extra env, node_ip, ifname) from the route to the head, for a worker.
+
+    :raises RuntimeError: when the head cannot be resolved or routed to, or the route is unusable
+        (link-local, docker0) and no ``socket_ifname`` is set.
+    """
+    if not settings.get("route_env") or not settings.get("gcs_address"):
+        return [], {}, "", ""
+    host, _sep, port = settings["gcs_address"].rpartition(":")
+    try:
+        head_ip = socket.gethostbyname(host)
+    except OSError as exc:
+        raise RuntimeError("cannot resolve the head %s: %s" % (host, exc))
+    route = route_to(head_ip, int(port or 6379))
+    problem = route_problem(route)
+    ifname = settings.get("socket_ifname") or ""
+    if problem and not ifname:
+        raise RuntimeError("%s; Ray and NCCL would advertise an address the other nodes cannot reach "
+                           "(set mvp_ray_socket_ifname)" % problem)
+    ifname = ifname or route["dev"]
+    env = {"NCCL_SOCKET_IFNAME": ifname, "GLOO_SOCKET_IFNAME": ifname}
+    node_ip = "" if settings.get("socket_ifname") else route.get("src", "")
+    argv = ["--node-ip-address=%s" % node_ip] if node_ip else []
+    return argv, env, node_ip, ifname
+
+
+class Node(object):
+    """One node: the settings it runs from, the ``ray start --block`` process and the status file."""
+
+    def __init__(self, settings_path, status_path):
+        self.settings_path = settings_path
+        self.status = Status(status_path)
+        self.proc = None
+        self.lines = []
+        self.up = threading.Event()
+        self.stopping = False
+
+    # --- the ray start process --------------------------------------------------
+    def _pump(self, proc):
+        """Copy the process's output to ours, keep the last lines, notice the 'running' line."""
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            self.lines = (self.lines + [line])[-200:]
+            if RUNNING_LINE in line:
+                self.up.set()
+
+    def ray_stop(self, settings, force=True):
+        """Run ``ray stop`` (``--force``: SIGKILL) with the node's Ray; never raises."""
+        ray = settings["argv"][0]
+        try:
+            subprocess.run([ray, "stop"] + (["--force"] if force else []), capture_output=True, timeout=120,
+                           check=False)
+        except (OSError, subprocess.SubprocessError) as exc:
+            log("ray stop failed: %s" % exc)
+
+    def end(self, settings, force=True):
+        """Stop Ray (``ray stop``) and the ``ray start --block`` process (it keeps running after a graceful stop)."""
+        self.ray_stop(settings, force=force)
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def start(self, settings, env, argv):
+        """Run ``ray start --block``; True once the node is up, False when it exited or timed out."""
+        self.up.clear()
+        self.lines = []
+        self.proc = subprocess.Popen(argv + ["--block"], env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, errors="replace")
+        threading.Thread(target=self._pump, args=(self.proc,), daemon=True).start()
+        deadline = time.time() + float(settings.get("timeout") or 120)
+        while time.time() < deadline:
+            if self.up.wait(POLL_S):
+                return True
+            if self.proc.poll() is not None:
+                return False
+        return False
+
+    # --- the loop ------------------------------------------------------------------
+    def wait_settings(self):
+        """Block until the settings file can be read; return (settings, sha256)."""
+        said = False
+        while True:
+            settings, sha = read_settings(self.settings_path)
+            if settings is not None:
+                return settings, sha
+            if not said:
+                self.status.set(state="waiting for settings")
+                log("waiting for %s (written by the cluster playbook)" % self.settings_path)
+                said = True
+            time.sleep(POLL_S)
+
+    def run_once(self):
+        """Start Ray from the current settings and supervise it; return an exit code, or None to start again."""
+        settings, sha = self.wait_settings()
+        env = dict(os.environ)
+        env.update({str(k): str(v) for k, v in (settings.get("env") or {}).items()})
+        for folder in settings.get("makedirs") or []:
+            os.makedirs(folder, exist_ok=True)
+        temp_dir = settings.get("temp_dir") or "/tmp/ray"
+        attempts = max(1, int(settings.get("attempts") or 1))
+        failed = []
+        self.status.set(settings_sha256=sha, attempt=0, failed_attempts=[], node_ip="", socket_ifname="")
+        if settings.get("gcs_address"):
+            said = False
+            while not head_reachable(settings["gcs_address"]):
+                if not said:
+                    self.status.set(state="waiting for the head")
+                    log("waiting for the head's GCS at %s" % settings["gcs_address"])
+                    said = True
+                if read_settings(self.settings_path)[1] != sha:
+                    return None
+                time.sleep(POLL_S)
+        for attempt in range(1, attempts + 1):
+            try:
+                extra_argv, net_env, node_ip, ifname = network(settings)
+            except RuntimeError as exc:
+                failed.append("attempt %d: %s" % (attempt, exc))
+                self.status.set(state="failed", attempt=attempt, failed_attempts=failed)
+                log(failed[-1])
+                time.sleep(retry_pause(attempt, float(settings.get("retry_delay") or 5)))
+                continue
+            env.update(net_env)
+            self.status.set(state="starting", attempt=attempt, node_ip=node_ip, socket_ifname=ifname)
+            if self.start(settings, env, list(settings["argv"]) + extra_argv):
+                break
+            output = "".join(self.lines)
+            failed.append("attempt %d: %s - %s" % (
+                attempt, "rc=%s" % self.proc.returncode if self.proc.poll() is not None
+                else "not up within %ss (mvp_ray_ready_timeout)" % settings.get("timeout"),
+                ray_reason(output, temp_dir) or "no output"))
+            log(failed[-1])
+            self.end(settings)
+            self.status.set(state="failed", failed_attempts=failed)
+            if self.stopping:
+                return 0
+            if attempt < attempts:
+                time.sleep(retry_pause(attempt, float(settings.get("retry_delay") or 5)))
+        else:
+            log("Ray did not start in %d attempts; exiting (the restart policy starts the container again)" % attempts)
+            return 1
+        self.status.set(state="running", failed_attempts=failed)
+        log("Ray runs (settings %s)" % sha[:12])
+        while True:
+            code = self.proc.poll()
+            if code is not None:
+                if self.stopping:
+                    return 0
+                reason = ray_reason("".join(self.lines), temp_dir)
+                self.status.set(state="exited", reason="rc=%s - %s" % (code, reason or "no output"))
+                log("ray start --block exited rc=%s: %s" % (code, reason or "no output"))
+                return code or 1
+            if read_settings(self.settings_path)[1] not in (sha, ""):
+                log("the settings changed: stopping Ray to start it from the new ones")
+                self.end(settings, force=False)
+                return None
+            time.sleep(POLL_S)
+
+    def terminate(self, _signum, _frame):
+        """SIGTERM: stop Ray and let the loop exit 0."""
+        self.stopping = True
+        settings, _sha = read_settings(self.settings_path)
+        if settings is not None and self.proc is not None and self.proc.poll() is None:
+            self.end(settings, force=False)
+        sys.exit(0)
+
+
+def main(argv=None):
+    """Entry point; returns the exit code."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--settings", required=True, help="settings file written by the ray_head/ray_worker role")
+    parser.add_argument("--status", required=True, help="status file this process keeps")
+    args = parser.parse_args(argv)
+    node = Node(args.settings, args.status)
+    signal.signal(signal.SIGTERM, node.terminate)
+    while True:
+        code = node.run_once()
+        if code is not None:
+            return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

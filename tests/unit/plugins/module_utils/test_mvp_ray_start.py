@@ -1,0 +1,78 @@
+"""Unit tests of module_utils mvp_ray_start: the ray start command lines, the node settings, Ray's reason."""
+import json
+
+import pytest
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
+    head_start_argv, head_start_env, node_settings, ray_reason, retry_pause, worker_start_argv)
+
+
+def test_head_argv_is_a_control_plane_only_head_with_the_given_ports():
+    argv = head_start_argv("/r/ray", 6380, "0.0.0.0", 8266, ["--x=1"])
+    assert argv[:3] == ["/r/ray", "start", "--head"]
+    assert "--num-cpus=0" in argv and "--num-gpus=0" in argv
+    assert "--port=6380" in argv and "--dashboard-port=8266" in argv and "--dashboard-host=0.0.0.0" in argv
+    assert argv[-1] == "--x=1"
+
+
+def test_head_env_only_holds_what_was_asked_for():
+    assert head_start_env() == {}
+    assert head_start_env("/t/gcs", True) == {"RAY_gcs_storage": "rocksdb", "RAY_gcs_storage_path": "/t/gcs",
+                                             "RAY_DASHBOARD_ENABLE_PROFILING": "1"}
+
+
+def test_worker_argv_carries_resources_gpus_cpus_and_node_ip_only_when_given():
+    resources = {"worker_node": 100, "a": 1}
+    argv = worker_start_argv("/r/ray", "h:6379", resources, 2)
+    assert argv[:3] == ["/r/ray", "start", "--address=h:6379"]
+    assert "--resources=%s" % json.dumps(resources, sort_keys=True) in argv
+    assert "--num-gpus=2" in argv
+    assert not [a for a in argv if a.startswith(("--num-cpus", "--node-ip-address"))]
+    argv = worker_start_argv("/r/ray", "h:6379", resources, 0, "8", "10.0.0.5", ["--y"])
+    assert "--num-cpus=8" in argv and "--node-ip-address=10.0.0.5" in argv and argv[-1] == "--y"
+
+
+def test_worker_settings_keep_secrets_in_env_only_and_drop_empty_values():
+    options = {"ray": "/r/ray", "gcs_address": "10.0.0.1:6379", "resources": {"worker_node": 100}, "num_gpus": 1,
+               "num_cpus": "", "env": {"MVP_INTERNAL_TOKEN": "tok-123", "WANDB_API_KEY": ""},
+               "timeout": 30, "attempts": 0, "retry_delay": 2, "socket_ifname": "ib0"}
+    settings = node_settings("worker", options)
+    assert settings["env"] == {"MVP_INTERNAL_TOKEN": "tok-123"}
+    assert not any("tok-123" in arg for arg in settings["argv"])
+    assert settings["argv"] == worker_start_argv("/r/ray", "10.0.0.1:6379", {"worker_node": 100}, 1)
+    assert settings["gcs_address"] == "10.0.0.1:6379" and settings["socket_ifname"] == "ib0"
+    assert settings["route_env"] is True and settings["attempts"] == 1 and settings["timeout"] == 30
+
+
+def test_head_settings_create_the_gcs_folder_and_set_its_environment():
+    settings = node_settings("head", {"ray": "/r/ray", "gcs_port": 6379, "dashboard_host": "0.0.0.0",
+                                      "dashboard_port": 8265, "gcs_storage_path": "/tmp/ray/gcs", "profiling": True,
+                                      "env": {"RAY_AUTH_MODE": "token"}})
+    assert settings["makedirs"] == ["/tmp/ray/gcs"]
+    assert settings["env"] == dict(head_start_env("/tmp/ray/gcs", True), RAY_AUTH_MODE="token")
+    assert settings["argv"] == head_start_argv("/r/ray", 6379, "0.0.0.0", 8265)
+    assert "gcs_address" not in settings
+
+
+@pytest.mark.parametrize("kind, options, named", [
+    ("driver", {}, "head or worker"),
+    ("worker", {"ray": "/r/ray"}, "gcs_address"),
+    ("head", {"ray": "/r/ray", "gcs_port": 1}, "dashboard_host"),
+])
+def test_settings_refuse_an_unknown_kind_or_a_missing_option_naming_it(kind, options, named):
+    with pytest.raises(ValueError, match=named):
+        node_settings(kind, options)
+
+
+def test_ray_reason_skips_the_raylets_state_dump_counters(tmp_path):
+    logs = tmp_path / "session_latest" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "raylet.out").write_text("[state-dump] - process_failed_rate_limited: 0\n"
+                                     "F1124 raylet.cc:1] Check failed: agent port\n")
+    reason = ray_reason("[state-dump] - process_failed_pending_registration: 0\n", str(tmp_path))
+    assert "state-dump" not in reason
+    assert "raylet.out: F1124 raylet.cc:1] Check failed: agent port" in reason
+
+
+def test_retry_pause_stays_within_one_delay_above_the_attempt():
+    assert retry_pause(2, 5, rand=lambda: 0.0) == 10
+    assert retry_pause(2, 5, rand=lambda: 0.999) < 15

@@ -1,0 +1,147 @@
+"""The node entrypoint of docker-host containers (roles/containers/files/mvp_ray_node.py) against a
+stand-in for the ``ray`` CLI: a shell script, since what is tested is the entrypoint's own loop (wait
+for settings, retries with Ray's reason, restart on new settings, exit when Ray dies). Real Ray in
+real containers is tested by molecule (local: verify/node_start.yml)."""
+import importlib.util
+import json
+import os
+import stat
+import sys
+import threading
+import time
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "plugins", "module_utils"))
+
+# Stand-in for `ray`: `start ... --block` prints what Ray prints once up (unless FAIL is set) and sleeps
+# until killed, recording its pid and its arguments; `stop` kills it with SIGTERM.
+FAKE_RAY = """#!/bin/sh
+dir=$(dirname "$0")
+if [ "$1" = stop ]; then
+  [ -f "$dir/pid" ] && kill "$(cat "$dir/pid")" 2>/dev/null
+  exit 0
+fi
+echo "$@" >> "$dir/starts"
+echo "MVP_INTERNAL_TOKEN=$MVP_INTERNAL_TOKEN" >> "$dir/env"
+if [ -n "$FAIL" ]; then echo "F1124 raylet.cc:1] Check failed: $FAIL"; exit 1; fi
+echo $$ > "$dir/pid"
+echo "This command will now block forever until terminated by a signal."
+trap 'exit 0' TERM
+while :; do sleep 0.05; done
+"""
+
+
+@pytest.fixture
+def entry(monkeypatch):
+    spec = importlib.util.spec_from_file_location(
+        "mvp_ray_node", os.path.join(ROOT, "roles", "containers", "files", "mvp_ray_node.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "POLL_S", 0.05)
+    return module
+
+
+@pytest.fixture
+def fake_ray(tmp_path):
+    path = tmp_path / "ray"
+    path.write_text(FAKE_RAY)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+def write_settings(path, fake_ray, **extra):
+    settings = {"kind": "head", "argv": [str(fake_ray), "start", "--head"], "env": {"MVP_INTERNAL_TOKEN": "tok-1"},
+                "temp_dir": str(path.parent / "ray-temp"), "timeout": 10, "attempts": 2, "retry_delay": 0}
+    settings.update(extra)
+    path.write_text(json.dumps(settings))
+
+
+def status_of(path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def wait_for(check, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def run_in_thread(node):
+    box = {}
+    thread = threading.Thread(target=lambda: box.setdefault("code", node.run_once()), daemon=True)
+    thread.start()
+    return thread, box
+
+
+def test_waits_for_settings_then_runs_ray_with_the_secret_in_its_environment_only(entry, fake_ray, tmp_path):
+    settings, status = tmp_path / "mvp_node.json", tmp_path / "status.json"
+    node = entry.Node(str(settings), str(status))
+    thread, box = run_in_thread(node)
+    assert wait_for(lambda: status_of(status).get("state") == "waiting for settings")
+    write_settings(settings, fake_ray)
+    assert wait_for(lambda: status_of(status).get("state") == "running")
+    assert (tmp_path / "starts").read_text().split() == ["start", "--head", "--block"]
+    assert (tmp_path / "env").read_text().strip() == "MVP_INTERNAL_TOKEN=tok-1"
+    import hashlib
+    assert status_of(status)["settings_sha256"] == hashlib.sha256(settings.read_bytes()).hexdigest()
+    # Ray dies (its `ray start --block` exits 1): the entrypoint exits too, for the restart policy.
+    os.kill(int((tmp_path / "pid").read_text()), 9)
+    thread.join(10)
+    assert box["code"] not in (None, 0)
+    assert status_of(status)["state"] == "exited"
+
+
+def test_new_settings_stop_ray_and_ask_for_a_new_start(entry, fake_ray, tmp_path):
+    settings, status = tmp_path / "mvp_node.json", tmp_path / "status.json"
+    write_settings(settings, fake_ray)
+    node = entry.Node(str(settings), str(status))
+    thread, box = run_in_thread(node)
+    assert wait_for(lambda: status_of(status).get("state") == "running")
+    write_settings(settings, fake_ray, env={"MVP_INTERNAL_TOKEN": "tok-2"})
+    thread.join(20)
+    assert not thread.is_alive() and box["code"] is None
+    thread, box = run_in_thread(node)
+    assert wait_for(lambda: status_of(status).get("state") == "running"
+                    and "tok-2" in (tmp_path / "env").read_text())
+    os.kill(int((tmp_path / "pid").read_text()), 9)
+    thread.join(10)
+
+
+def test_failed_starts_are_retried_then_the_entrypoint_exits_naming_rays_reason(entry, fake_ray, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAIL", "agent port")
+    settings, status = tmp_path / "mvp_node.json", tmp_path / "status.json"
+    write_settings(settings, fake_ray, attempts=2)
+    code = entry.Node(str(settings), str(status)).run_once()
+    assert code == 1
+    got = status_of(status)
+    assert got["state"] == "failed"
+    assert len(got["failed_attempts"]) == 2
+    assert all("rc=1" in line and "Check failed: agent port" in line for line in got["failed_attempts"])
+    assert len((tmp_path / "starts").read_text().splitlines()) == 2
+
+
+def test_a_worker_waits_for_the_heads_gcs_port(entry, fake_ray, tmp_path):
+    import socket
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    settings, status = tmp_path / "mvp_node.json", tmp_path / "status.json"
+    write_settings(settings, fake_ray, kind="worker", gcs_address="127.0.0.1:%d" % port, route_env=False,
+                   argv=[str(fake_ray), "start", "--address=127.0.0.1:%d" % port])
+    node = entry.Node(str(settings), str(status))
+    thread, box = run_in_thread(node)
+    assert wait_for(lambda: status_of(status).get("state") == "waiting for the head")
+    assert not (tmp_path / "starts").exists()
+    listener.listen(1)
+    assert wait_for(lambda: status_of(status).get("state") == "running")
+    listener.close()
+    os.kill(int((tmp_path / "pid").read_text()), 9)
+    thread.join(10)
