@@ -47,6 +47,11 @@ options:
   settings_path:
     description: With I(start=false) and I(status_path), the settings file Ray must run from.
     type: path
+  settings:
+    description:
+      - With I(start=false), the settings to write into I(settings_path) first (mode 0600, atomically, only when
+        they differ; the filter M(mvp.ray.mvp_ray_node_settings) builds them). The call then reports C(changed).
+    type: dict
   ray:
     description: Path of the C(ray) CLI on the head.
     type: path
@@ -135,7 +140,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import describe, listening_pids
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import clients, list_nodes, summarize
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import head_start_argv, head_start_env
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import head_start_argv, head_start_env, write_settings
 
 
 def port_owner(port):
@@ -226,6 +231,14 @@ def wait_problem(summary, status, settings_sha256, workers):
 def wait_only(module, state, address):
     """I(start=false): wait until the head (and I(workers) workers) started by the node's container are ALIVE."""
     params = module.params
+    changed = False
+    if params["settings"] is not None:
+        if not params["settings_path"]:
+            module.fail_json(msg="settings needs settings_path")
+        try:
+            changed = write_settings(params["settings_path"], params["settings"], module.check_mode)
+        except OSError as exc:
+            module.fail_json(msg="Cannot write the node settings %s: %s" % (params["settings_path"], exc))
     deadline = time.time() + params["ready_timeout"]
     while True:
         nodes, error = read_nodes(state, address)
@@ -233,7 +246,7 @@ def wait_only(module, state, address):
         status = read_status(params["status_path"]) if params["status_path"] else None
         problem = wait_problem(summary, status, file_sha256(params["settings_path"]), params["workers"])
         if not problem:
-            module.exit_json(changed=False, started=False, nodes=nodes, summary=summary, node_status=status or {})
+            module.exit_json(changed=changed, started=False, nodes=nodes, summary=summary, node_status=status or {})
         if module.check_mode:
             module.exit_json(changed=True, started=False, nodes=nodes, summary=summary, node_status=status or {},
                              waiting_for=problem)
@@ -265,6 +278,7 @@ def main():
             workers=dict(type="int", default=0),
             status_path=dict(type="path"),
             settings_path=dict(type="path"),
+            settings=dict(type="dict"),
         ),
         supports_check_mode=True,
     )

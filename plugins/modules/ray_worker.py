@@ -47,7 +47,7 @@ description:
     ray_worker role writes, see the containers role's C(mvp_ray_node.py)), it starts and stops nothing.
     It waits, for at most I(timeout) seconds, until the status file I(status_path) says Ray runs
     (C(state=running)) from the settings file I(settings_path) as it is now (the sha256 of its bytes).
-    It returns that node's IP with C(changed=false). When time runs out, it fails and quotes the state
+    It returns that node's IP, with C(changed=true) only when it wrote new I(settings). When time runs out, it fails and quotes the state
     and the failed starts, each with Ray's reason. Every other option is ignored then.
 options:
   start:
@@ -59,6 +59,12 @@ options:
   settings_path:
     description: With I(start=false), the settings file the node's entrypoint starts Ray from.
     type: path
+  settings:
+    description:
+      - With I(start=false), the settings to write into I(settings_path) first (mode 0600, atomically, only when
+        they differ; the filter M(mvp.ray.mvp_ray_node_settings) builds them). They hold the secrets, so they are
+        C(no_log). Writing and waiting in one call lets the role pace the starts with C(throttle).
+    type: dict
   status_path:
     description: With I(start=false), the status file the node's entrypoint keeps (JSON).
     type: path
@@ -192,7 +198,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_net import route_problem, route_to
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import find_argv
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
-    as_text, ray_reason, retry_pause, worker_start_argv)
+    as_text, ray_reason, retry_pause, worker_start_argv, write_settings)
 
 
 def find_raylet():
@@ -287,12 +293,19 @@ def wait_started(module):
     params = module.params
     if not params["settings_path"] or not params["status_path"]:
         module.fail_json(msg="start=false needs settings_path and status_path")
+    changed = False
+    if params["settings"] is not None:
+        try:
+            changed = write_settings(params["settings_path"], params["settings"], module.check_mode)
+        except OSError as exc:
+            module.fail_json(msg="Cannot write the node settings %s: %s" % (params["settings_path"], exc))
     deadline = time.time() + params["timeout"]
     while True:
         wanted = file_sha256(params["settings_path"])
         status = read_json(params["status_path"])
         if wanted and status.get("settings_sha256") == wanted and status.get("state") == "running":
-            module.exit_json(changed=False, reason="joined", node_ip=status.get("node_ip", ""),
+            module.exit_json(changed=changed, reason="started from new settings" if changed else "joined",
+                             node_ip=status.get("node_ip", ""),
                              socket_ifname=status.get("socket_ifname", ""), attempts=status.get("attempt", 0),
                              failed_attempts=status.get("failed_attempts") or [], node_status=status)
         if module.check_mode or time.time() > deadline:
@@ -335,6 +348,7 @@ def main():
             socket_ifname=dict(type="str", default=""),
             start=dict(type="bool", default=True),
             settings_path=dict(type="path"),
+            settings=dict(type="dict", no_log=True),
             status_path=dict(type="path"),
         ),
         supports_check_mode=True,

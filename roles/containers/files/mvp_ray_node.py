@@ -56,7 +56,8 @@ from mvp_ray_start import ray_reason, retry_pause  # noqa: E402
 
 # Printed by `ray start --block` once the node is up (Ray 2.60, ray/scripts/scripts.py).
 RUNNING_LINE = "will now block forever"
-POLL_S = 1.0
+# Seconds between looks at the settings file, the head's port and the Ray process (a stat and a poll).
+POLL_S = 0.2
 
 
 def log(message):

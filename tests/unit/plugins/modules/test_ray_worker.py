@@ -116,3 +116,24 @@ def test_start_false_waits_for_the_status_of_the_current_settings(clock, run_mod
     status.write_text(json.dumps(dict(old, settings_sha256=sha)))
     result = run_module(main, args)
     assert not result.get("failed") and result["changed"] is False and result["node_ip"] == "10.0.0.9"
+
+
+def test_start_false_writes_new_settings_and_reports_changed_only_then(clock, run_module, tmp_path):
+    import json
+
+    from ray_worker import main
+
+    settings_path = tmp_path / "mvp_node.json"
+    status = tmp_path / "mvp_node_status.json"
+    settings = {"argv": ["ray", "start"], "env": {"MVP_INTERNAL_TOKEN": "tok-secret-123"}}
+    args = {"ray": "/no/ray", "gcs_address": "10.0.0.1:6379", "start": False, "settings": settings,
+            "settings_path": str(settings_path), "status_path": str(status), "timeout": 5}
+    result = run_module(main, args)
+    # Written, but no entrypoint ran Ray from it: the wait fails at the timeout, naming the missing status.
+    assert result["failed"] and "no status file" in result["msg"]
+    assert json.loads(settings_path.read_text()) == settings
+    assert "tok-secret-123" not in json.dumps(result)
+    sha = hashlib.sha256(settings_path.read_bytes()).hexdigest()
+    status.write_text(json.dumps({"state": "running", "settings_sha256": sha, "node_ip": "10.0.0.2"}))
+    result = run_module(main, args)
+    assert result["changed"] is False and result["node_ip"] == "10.0.0.2"
