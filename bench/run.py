@@ -288,9 +288,10 @@ def main():
     result = {k: summary(v) for k, v in runs.items()}
     med = {k: v["median"] for k, v in result.items()}
     ratios = {}
-    if "raw_bringup_2w" in med:
+    if "raw_bringup_2w" in med and "site_cold_2w" in med:
+        ratios["cold_vs_raw_2w"] = round(med["site_cold_2w"] / med["raw_bringup_2w"], 2)
+    if "site_noop_2w" in med:  # the full run (not --sizes-only)
         ratios.update({
-            "cold_vs_raw_2w": round(med["site_cold_2w"] / med["raw_bringup_2w"], 2),
             "noop_vs_cold_2w": round(med["site_noop_2w"] / med["site_cold_full_2w"], 2),
             "cluster_noop_vs_cold_2w": round(med["cluster_noop_2w"] / med["site_cold_2w"], 2),
             "submit_minus_raw_s": round(med["submit_running"] - med["raw_submit_running"], 2),

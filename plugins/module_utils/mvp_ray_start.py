@@ -123,10 +123,11 @@ def node_settings(kind, options):
         memory), ``profiling`` (bool). Worker: ``gcs_address`` (``host:port`` of the head),
         ``resources`` (dict), ``num_gpus``, ``num_cpus`` ('' - Ray counts), ``route_env`` (bool) and
         ``socket_ifname`` ('' - the route's interface).
-    :returns: dict with ``kind``, ``argv`` (``ray start`` without ``--block`` and, for a worker,
-        without ``--node-ip-address``: the entrypoint adds them), ``env`` (dict str -> str),
-        ``makedirs`` (list), ``temp_dir``, ``timeout``, ``attempts``, ``retry_delay``, and for a
-        worker ``gcs_address``, ``route_env`` and ``socket_ifname``.
+    :returns: dict with ``kind``, ``argv`` (``ray start``; for a worker without
+        ``--node-ip-address``: the entrypoint adds it), ``env`` (dict str -> str), ``makedirs`` (list),
+        ``watch`` (the Ray programs whose end ends the node: ``raylet``, and ``gcs_server`` on the
+        head), ``temp_dir``, ``timeout``, ``attempts``, ``retry_delay``, and for a worker
+        ``gcs_address``, ``route_env`` and ``socket_ifname``.
     :raises ValueError: for another ``kind`` or a missing option (the message names it).
     """
     if kind not in ("head", "worker"):
@@ -134,6 +135,7 @@ def node_settings(kind, options):
     try:
         env = {str(k): str(v) for k, v in (options.get("env") or {}).items() if v is not None and str(v) != ""}
         settings = {"kind": kind, "temp_dir": str(options.get("temp_dir") or "/tmp/ray"), "makedirs": [],
+                    "watch": ["gcs_server", "raylet"] if kind == "head" else ["raylet"],
                     "timeout": int(options.get("timeout") or 120), "attempts": max(1, int(options.get("attempts") or 1)),
                     "retry_delay": float(options.get("retry_delay") or 0)}
         extra = list(options.get("extra_args") or [])

@@ -50,7 +50,7 @@ options:
   settings:
     description:
       - With I(start=false), the settings to write into I(settings_path) first (mode 0600, atomically, only when
-        they differ; the filter M(mvp.ray.mvp_ray_node_settings) builds them). The call then reports C(changed).
+        they differ; the filter P(mvp.ray.mvp_ray_node_settings#filter) builds them). The call then reports C(changed).
     type: dict
   ray:
     description: Path of the C(ray) CLI on the head.

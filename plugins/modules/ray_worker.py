@@ -62,7 +62,7 @@ options:
   settings:
     description:
       - With I(start=false), the settings to write into I(settings_path) first (mode 0600, atomically, only when
-        they differ; the filter M(mvp.ray.mvp_ray_node_settings) builds them). They hold the secrets, so they are
+        they differ; the filter P(mvp.ray.mvp_ray_node_settings#filter) builds them). They hold the secrets, so they are
         C(no_log). Writing and waiting in one call lets the role pace the starts with C(throttle).
     type: dict
   status_path:

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """Command of a docker-host Ray node container: start Ray from a settings file and keep it running.
 
-The containers role makes this file (with ``mvp_net.py`` and ``mvp_ray_start.py`` beside it) the
+The containers role makes this file (with ``mvp_net.py``, ``mvp_proc.py`` and ``mvp_ray_start.py`` beside it) the
 command of every node container on a docker host; the ray_head and ray_worker roles write the node's
 settings file. Started as::
 
@@ -11,7 +11,7 @@ What it does, in a loop:
 
 1. Waits until the settings file exists (a fresh container waits for the cluster play; a restarted
    one finds the file it had) and reads it. The file is JSON written 0600 by the roles:
-   ``argv`` (``ray start`` without ``--block``), ``env`` (variables added to Ray's environment: the
+   ``argv`` (``ray start``), ``watch`` (Ray's programs to watch), ``env`` (variables added to Ray's environment: the
    internal token, the W&B key and the Ray auth settings travel here, never on a command line or in
    ``docker inspect``), ``makedirs``, ``temp_dir``, ``attempts``, ``retry_delay`` and ``timeout``
    (seconds), and for a worker ``gcs_address`` (``host:port`` of the head), ``route_env`` and
@@ -19,14 +19,15 @@ What it does, in a loop:
 2. A worker waits until the head's GCS port accepts connections, then reads the route to it
    (``mvp_net.route_to``): Ray is started with ``--node-ip-address=<source of that route>`` and
    ``NCCL_SOCKET_IFNAME``/``GLOO_SOCKET_IFNAME`` set to its interface, as the ray_worker module does.
-3. Runs ``ray start ... --block``. Ray prints "This command will now block forever" once the node is up
-   (``ray/scripts/scripts.py``); the status file then says ``running``. A start that exits or does not
-   get there within ``timeout`` seconds is retried after ``ray stop --force`` and a pause
-   (``mvp_ray_start.retry_pause``), up to ``attempts`` times; then this process exits 1 and the
-   container's restart policy starts it again.
-4. While Ray runs: when ``ray start --block`` exits (it does when a Ray process dies) this process
-   exits with its code, so Docker restarts the container and Ray with it. When the settings file
-   changes, Ray is stopped and started again from the new settings.
+3. Runs ``ray start`` (it returns once the node is registered with the GCS) and says ``running``
+   in the status file. A start that fails or takes longer than ``timeout`` seconds is retried after
+   ``ray stop --force`` and a pause (``mvp_ray_start.retry_pause``), up to ``attempts`` times; then
+   this process exits 1 and the container's restart policy starts it again.
+4. While Ray runs, it watches Ray's programs named in ``watch`` (``raylet``; ``gcs_server`` on the
+   head) through ``/proc``, as ``ray start --block`` watches its children, without keeping a Python
+   with Ray imported alive (``--block`` would: about 70 MiB per node). When one ends, it stops what is
+   left (``ray stop --force``) and exits 1, so Docker restarts the container and Ray with it. When the
+   settings file changes, Ray is stopped and started again from the new settings.
 5. SIGTERM (``docker stop``) stops Ray (``ray stop``) and exits 0.
 
 The status file (JSON, replaced atomically) holds ``state`` (``waiting for settings``,
@@ -46,16 +47,14 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from mvp_net import route_problem, route_to  # noqa: E402  (copied beside this file)
+from mvp_proc import argv_of, pids  # noqa: E402
 from mvp_ray_start import ray_reason, retry_pause  # noqa: E402
 
-# Printed by `ray start --block` once the node is up (Ray 2.60, ray/scripts/scripts.py).
-RUNNING_LINE = "will now block forever"
 # Seconds between looks at the settings file, the head's port and the Ray process (a stat and a poll).
 POLL_S = 0.2
 
@@ -135,26 +134,30 @@ def network(settings):
     return argv, env, node_ip, ifname
 
 
+def find_pids(names, proc_root="/proc"):
+    """Return {pid: program name} of the running processes whose program's file name is in ``names``."""
+    found = {}
+    for pid in pids(proc_root):
+        argv = argv_of(pid, proc_root)
+        if argv and os.path.basename(argv[0]) in names:
+            found[pid] = os.path.basename(argv[0])
+    return found
+
+
+def alive(pid, proc_root="/proc"):
+    """True while ``pid`` runs (a zombie has no command line and counts as ended)."""
+    return bool(argv_of(pid, proc_root))
+
+
 class Node(object):
-    """One node: the settings it runs from, the ``ray start --block`` process and the status file."""
+    """One node: the settings it runs from, Ray's watched programs and the status file."""
 
     def __init__(self, settings_path, status_path):
         self.settings_path = settings_path
         self.status = Status(status_path)
-        self.proc = None
-        self.lines = []
-        self.up = threading.Event()
+        self.output = ""
         self.stopping = False
-
-    # --- the ray start process --------------------------------------------------
-    def _pump(self, proc):
-        """Copy the process's output to ours, keep the last lines, notice the 'running' line."""
-        for line in proc.stdout:
-            sys.stdout.write(line)
-            sys.stdout.flush()
-            self.lines = (self.lines + [line])[-200:]
-            if RUNNING_LINE in line:
-                self.up.set()
+        self.watched = {}
 
     def ray_stop(self, settings, force=True):
         """Run ``ray stop`` (``--force``: SIGKILL) with the node's Ray; never raises."""
@@ -165,33 +168,27 @@ class Node(object):
         except (OSError, subprocess.SubprocessError) as exc:
             log("ray stop failed: %s" % exc)
 
-    def end(self, settings, force=True):
-        """Stop Ray (``ray stop``) and the ``ray start --block`` process (it keeps running after a graceful stop)."""
-        self.ray_stop(settings, force=force)
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
     def start(self, settings, env, argv):
-        """Run ``ray start --block``; True once the node is up, False when it exited or timed out."""
-        self.up.clear()
-        self.lines = []
-        self.proc = subprocess.Popen(argv + ["--block"], env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, errors="replace")
-        threading.Thread(target=self._pump, args=(self.proc,), daemon=True).start()
-        deadline = time.time() + float(settings.get("timeout") or 120)
-        while time.time() < deadline:
-            if self.up.wait(POLL_S):
-                return True
-            if self.proc.poll() is not None:
-                return False
-        return False
+        """Run ``ray start``; return None when the node is up, else what went wrong (str)."""
+        timeout = float(settings.get("timeout") or 120)
+        try:
+            proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  errors="replace", timeout=timeout, check=False)
+            self.output = proc.stdout or ""
+        except subprocess.TimeoutExpired as exc:
+            self.output = exc.stdout.decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            sys.stdout.write(self.output)
+            return "not up within %ss (mvp_ray_ready_timeout)" % settings.get("timeout")
+        sys.stdout.write(self.output)
+        sys.stdout.flush()
+        if proc.returncode:
+            return "rc=%s" % proc.returncode
+        names = set(settings.get("watch") or [])
+        self.watched = find_pids(names)
+        missing = sorted(names - set(self.watched.values()))
+        if missing:
+            return "ray start returned 0 but %s is not running" % ", ".join(missing)
+        return None
 
     # --- the loop ------------------------------------------------------------------
     def wait_settings(self):
@@ -208,7 +205,7 @@ class Node(object):
             time.sleep(POLL_S)
 
     def run_once(self):
-        """Start Ray from the current settings and supervise it; return an exit code, or None to start again."""
+        """Start Ray from the current settings and watch it; return an exit code, or None to start again."""
         settings, sha = self.wait_settings()
         env = dict(os.environ)
         env.update({str(k): str(v) for k, v in (settings.get("env") or {}).items()})
@@ -216,8 +213,9 @@ class Node(object):
             os.makedirs(folder, exist_ok=True)
         temp_dir = settings.get("temp_dir") or "/tmp/ray"
         attempts = max(1, int(settings.get("attempts") or 1))
+        delay = float(settings.get("retry_delay") or 5)
         failed = []
-        self.status.set(settings_sha256=sha, attempt=0, failed_attempts=[], node_ip="", socket_ifname="")
+        self.status.set(settings_sha256=sha, attempt=0, failed_attempts=[], node_ip="", socket_ifname="", reason="")
         if settings.get("gcs_address"):
             said = False
             while not head_reachable(settings["gcs_address"]):
@@ -235,41 +233,40 @@ class Node(object):
                 failed.append("attempt %d: %s" % (attempt, exc))
                 self.status.set(state="failed", attempt=attempt, failed_attempts=failed)
                 log(failed[-1])
-                time.sleep(retry_pause(attempt, float(settings.get("retry_delay") or 5)))
+                time.sleep(retry_pause(attempt, delay))
                 continue
             env.update(net_env)
             self.status.set(state="starting", attempt=attempt, node_ip=node_ip, socket_ifname=ifname)
-            if self.start(settings, env, list(settings["argv"]) + extra_argv):
+            problem = self.start(settings, env, list(settings["argv"]) + extra_argv)
+            if problem is None:
                 break
-            output = "".join(self.lines)
-            failed.append("attempt %d: %s - %s" % (
-                attempt, "rc=%s" % self.proc.returncode if self.proc.poll() is not None
-                else "not up within %ss (mvp_ray_ready_timeout)" % settings.get("timeout"),
-                ray_reason(output, temp_dir) or "no output"))
+            failed.append("attempt %d: %s - %s" % (attempt, problem, ray_reason(self.output, temp_dir) or "no output"))
             log(failed[-1])
-            self.end(settings)
+            self.ray_stop(settings)
             self.status.set(state="failed", failed_attempts=failed)
             if self.stopping:
                 return 0
             if attempt < attempts:
-                time.sleep(retry_pause(attempt, float(settings.get("retry_delay") or 5)))
+                time.sleep(retry_pause(attempt, delay))
         else:
             log("Ray did not start in %d attempts; exiting (the restart policy starts the container again)" % attempts)
             return 1
         self.status.set(state="running", failed_attempts=failed)
-        log("Ray runs (settings %s)" % sha[:12])
+        log("Ray runs (settings %s; watching %s)" % (sha[:12], ", ".join(
+            "%s %s" % (name, pid) for pid, name in sorted(self.watched.items()))))
         while True:
-            code = self.proc.poll()
-            if code is not None:
+            ended = sorted("%s (pid %s)" % (name, pid) for pid, name in self.watched.items() if not alive(pid))
+            if ended:
                 if self.stopping:
                     return 0
-                reason = ray_reason("".join(self.lines), temp_dir)
-                self.status.set(state="exited", reason="rc=%s - %s" % (code, reason or "no output"))
-                log("ray start --block exited rc=%s: %s" % (code, reason or "no output"))
-                return code or 1
+                reason = ray_reason("", temp_dir)
+                self.status.set(state="exited", reason="%s ended - %s" % (", ".join(ended), reason or "no reason logged"))
+                log("%s ended (%s); stopping the rest and exiting" % (", ".join(ended), reason or "no reason logged"))
+                self.ray_stop(settings)
+                return 1
             if read_settings(self.settings_path)[1] not in (sha, ""):
                 log("the settings changed: stopping Ray to start it from the new ones")
-                self.end(settings, force=False)
+                self.ray_stop(settings, force=False)
                 return None
             time.sleep(POLL_S)
 
@@ -277,8 +274,8 @@ class Node(object):
         """SIGTERM: stop Ray and let the loop exit 0."""
         self.stopping = True
         settings, _sha = read_settings(self.settings_path)
-        if settings is not None and self.proc is not None and self.proc.poll() is None:
-            self.end(settings, force=False)
+        if settings is not None and self.watched:
+            self.ray_stop(settings, force=False)
         sys.exit(0)
 
 

@@ -15,9 +15,9 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "plugins", "module_utils"))
 
-# Stand-in for `ray`: `start ... --block` prints what Ray prints once up (unless FAIL is set) and sleeps
-# until killed, recording its pid and its arguments; `stop` kills it with SIGTERM.
-FAKE_RAY = """#!/bin/sh
+# Stand-in for `ray`: `start` records its arguments and environment and, unless FAIL is set, starts a
+# background program named $WATCH (as the raylet would be) and returns 0; `stop` kills that program.
+FAKE_RAY = """#!/bin/bash
 dir=$(dirname "$0")
 if [ "$1" = stop ]; then
   [ -f "$dir/pid" ] && kill "$(cat "$dir/pid")" 2>/dev/null
@@ -26,10 +26,9 @@ fi
 echo "$@" >> "$dir/starts"
 echo "MVP_INTERNAL_TOKEN=$MVP_INTERNAL_TOKEN" >> "$dir/env"
 if [ -n "$FAIL" ]; then echo "F1124 raylet.cc:1] Check failed: $FAIL"; exit 1; fi
-echo $$ > "$dir/pid"
-echo "This command will now block forever until terminated by a signal."
-trap 'exit 0' TERM
-while :; do sleep 0.05; done
+(exec -a "$WATCH" sleep 600) > /dev/null 2>&1 &
+echo $! > "$dir/pid"
+echo "Ray runtime started."
 """
 
 
@@ -44,7 +43,9 @@ def entry(monkeypatch):
 
 
 @pytest.fixture
-def fake_ray(tmp_path):
+def fake_ray(tmp_path, monkeypatch):
+    # A program name no real process has (the host's /proc also shows the containers' raylets).
+    monkeypatch.setenv("WATCH", "mvp-fake-raylet-%d" % os.getpid())
     path = tmp_path / "ray"
     path.write_text(FAKE_RAY)
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
@@ -53,6 +54,7 @@ def fake_ray(tmp_path):
 
 def write_settings(path, fake_ray, **extra):
     settings = {"kind": "head", "argv": [str(fake_ray), "start", "--head"], "env": {"MVP_INTERNAL_TOKEN": "tok-1"},
+                "watch": [os.environ["WATCH"]],
                 "temp_dir": str(path.parent / "ray-temp"), "timeout": 10, "attempts": 2, "retry_delay": 0}
     settings.update(extra)
     path.write_text(json.dumps(settings))
@@ -88,15 +90,17 @@ def test_waits_for_settings_then_runs_ray_with_the_secret_in_its_environment_onl
     assert wait_for(lambda: status_of(status).get("state") == "waiting for settings")
     write_settings(settings, fake_ray)
     assert wait_for(lambda: status_of(status).get("state") == "running")
-    assert (tmp_path / "starts").read_text().split() == ["start", "--head", "--block"]
+    assert (tmp_path / "starts").read_text().split() == ["start", "--head"]
     assert (tmp_path / "env").read_text().strip() == "MVP_INTERNAL_TOKEN=tok-1"
     import hashlib
     assert status_of(status)["settings_sha256"] == hashlib.sha256(settings.read_bytes()).hexdigest()
-    # Ray dies (its `ray start --block` exits 1): the entrypoint exits too, for the restart policy.
-    os.kill(int((tmp_path / "pid").read_text()), 9)
+    # The watched program dies: the entrypoint exits 1 (for the restart policy), naming it.
+    pid = int((tmp_path / "pid").read_text())
+    os.kill(pid, 9)
     thread.join(10)
-    assert box["code"] not in (None, 0)
-    assert status_of(status)["state"] == "exited"
+    assert box["code"] == 1
+    got = status_of(status)
+    assert got["state"] == "exited" and "%s (pid %d) ended" % (os.environ["WATCH"], pid) in got["reason"]
 
 
 def test_new_settings_stop_ray_and_ask_for_a_new_start(entry, fake_ray, tmp_path):
@@ -113,6 +117,7 @@ def test_new_settings_stop_ray_and_ask_for_a_new_start(entry, fake_ray, tmp_path
                     and "tok-2" in (tmp_path / "env").read_text())
     os.kill(int((tmp_path / "pid").read_text()), 9)
     thread.join(10)
+    assert box["code"] == 1
 
 
 def test_failed_starts_are_retried_then_the_entrypoint_exits_naming_rays_reason(entry, fake_ray, tmp_path, monkeypatch):
@@ -145,3 +150,4 @@ def test_a_worker_waits_for_the_heads_gcs_port(entry, fake_ray, tmp_path):
     listener.close()
     os.kill(int((tmp_path / "pid").read_text()), 9)
     thread.join(10)
+    assert box["code"] == 1
