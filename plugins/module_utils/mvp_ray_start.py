@@ -9,6 +9,7 @@ file is copied beside it, so it imports nothing but the standard library).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -192,3 +193,27 @@ def write_settings(path, settings, check_mode=False):
     os.chmod(tmp, 0o600)
     os.replace(tmp, path)
     return True
+
+
+def read_status(path):
+    """Return the JSON object in the node entrypoint's status file ``path`` ({} when empty, missing or not an object)."""
+    if not path:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def file_sha256(path):
+    """Return the sha256 hex digest of the file's bytes (the status file's ``settings_sha256`` of a
+    settings file), or '' when ``path`` is empty or unreadable."""
+    if not path:
+        return ""
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return ""

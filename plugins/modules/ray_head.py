@@ -130,8 +130,6 @@ start_output:
   returned: when started
 """
 
-import hashlib
-import json
 import os
 import socket
 import subprocess
@@ -140,7 +138,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import describe, listening_pids
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import clients, list_nodes, summarize
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import head_start_argv, head_start_env, write_settings
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
+    file_sha256, head_start_argv, head_start_env, read_status, write_settings)
 
 
 def port_owner(port):
@@ -181,29 +180,6 @@ def read_nodes(state, address, timeout=5):
         return list_nodes(state, address, timeout), ""
     except Exception as exc:  # Ray raises several types for an unreachable dashboard
         return [], str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-
-
-def read_status(path):
-    """Return the node entrypoint's status file (dict; {} when missing or not JSON)."""
-    if not path:
-        return {}
-    try:
-        with open(path, encoding="utf-8") as handle:
-            status = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return status if isinstance(status, dict) else {}
-
-
-def file_sha256(path):
-    """Return the sha256 hex digest of the file's bytes, or '' when ``path`` is empty or unreadable."""
-    if not path:
-        return ""
-    try:
-        with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
-    except OSError:
-        return ""
 
 
 def wait_problem(summary, status, settings_sha256, workers):

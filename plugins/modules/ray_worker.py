@@ -198,7 +198,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_net import route_problem, route_to
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import find_argv
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
-    as_text, ray_reason, retry_pause, worker_start_argv, write_settings)
+    as_text, file_sha256, ray_reason, read_status, retry_pause, worker_start_argv, write_settings)
 
 
 def find_raylet():
@@ -269,25 +269,6 @@ def decide(raylet_argv, gcs_address, alive_ips, seen_fingerprint, wanted_fingerp
     return True, "joined"
 
 
-def read_json(path):
-    """Return the JSON object in ``path`` ({} when missing or not an object)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def file_sha256(path):
-    """Return the sha256 hex digest of the file's bytes, or '' when it cannot be read."""
-    try:
-        with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
-    except OSError:
-        return ""
-
-
 def wait_started(module):
     """I(start=false): wait until the node's entrypoint runs Ray from the current settings file."""
     params = module.params
@@ -302,7 +283,7 @@ def wait_started(module):
     deadline = time.time() + params["timeout"]
     while True:
         wanted = file_sha256(params["settings_path"])
-        status = read_json(params["status_path"])
+        status = read_status(params["status_path"])
         if wanted and status.get("settings_sha256") == wanted and status.get("state") == "running":
             module.exit_json(changed=changed, reason="started from new settings" if changed else "joined",
                              node_ip=status.get("node_ip", ""),

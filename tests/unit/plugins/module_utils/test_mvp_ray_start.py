@@ -95,3 +95,18 @@ def test_write_settings_writes_0600_only_when_the_content_differs(tmp_path):
     assert write_settings(str(path), dict(settings, env={"MVP_INTERNAL_TOKEN": "tok2"})) is True
     assert json.loads(path.read_text())["env"]["MVP_INTERNAL_TOKEN"] == "tok2"
     assert [p.name for p in path.parent.iterdir()] == ["mvp_node.json"]
+
+
+def test_status_and_sha256_readers_tolerate_missing_and_broken_files(tmp_path):
+    import hashlib
+
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import file_sha256, read_status
+
+    status = tmp_path / "status.json"
+    assert read_status("") == {} and read_status(str(status)) == {} and file_sha256(str(status)) == ""
+    status.write_text("[1, 2]")
+    assert read_status(str(status)) == {}
+    status.write_text('{"state": "running"}')
+    assert read_status(str(status)) == {"state": "running"}
+    assert file_sha256(str(status)) == hashlib.sha256(b'{"state": "running"}').hexdigest()
+    assert file_sha256("") == ""
