@@ -28,6 +28,8 @@ echo "MVP_INTERNAL_TOKEN=$MVP_INTERNAL_TOKEN" >> "$dir/env"
 if [ -n "$FAIL" ]; then echo "F1124 raylet.cc:1] Check failed: $FAIL"; exit 1; fi
 (exec -a "$WATCH" sleep 600) > /dev/null 2>&1 &
 echo $! > "$dir/pid"
+# As `ray start` returns only once the raylet runs: wait until the program carries its name.
+until tr '\\0' ' ' < /proc/$!/cmdline 2>/dev/null | grep -q -- "$WATCH"; do sleep 0.01; done
 echo "Ray runtime started."
 """
 
