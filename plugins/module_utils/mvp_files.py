@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""Atomic text files for the project's modules (job directory, placement, logs, bundles, probes).
+"""Files for the project's modules: atomic text (job directory, placement, logs, bundles, probes, node
+settings), JSON objects and sha256 digests read back.
 
 A file is written under a temporary name in its own folder, then renamed over the
 destination, so a reader (a running job, a user, another node over NFS) sees the old
@@ -8,6 +9,8 @@ content or the new one, never half of it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import tempfile
 
@@ -31,3 +34,54 @@ def write_text_atomic(path, text, mode=0o644):
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def write_text_if_changed(path, text, mode=0o644, check_mode=False):
+    """Write ``text`` to ``path`` atomically (:func:`write_text_atomic`) unless it already holds exactly that.
+
+    :param path: str, destination; its folder is created when missing.
+    :param text: str, the whole content (UTF-8).
+    :param mode: int, permission bits of a file written now (default 0o644).
+    :param check_mode: bool, only say whether it would be written.
+    :returns: bool, True when the file was (or would be) written.
+    :raises OSError: when it cannot be written.
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == text:
+                return False
+    except (OSError, ValueError):
+        pass
+    if not check_mode:
+        write_text_atomic(path, text, mode)
+    return True
+
+
+def read_json(path):
+    """The JSON object in ``path``, or {} when it is missing, unreadable or not an object."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            value = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def sha256_file(path, missing=None):
+    """Return the hex sha256 of a file's bytes, read in 1 MiB blocks.
+
+    :param path: str, the file.
+    :param missing: returned when the file cannot be read (or ``path`` is empty); None (the default)
+        raises instead.
+    :raises OSError: when it cannot be read and *missing* is None.
+    """
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        if missing is None:
+            raise
+        return missing
+    return digest.hexdigest()

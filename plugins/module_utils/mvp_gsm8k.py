@@ -20,13 +20,14 @@ Pure functions except the ``write_*`` / ``read_*`` helpers, which use pyarrow
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
 import re
 import tempfile
 import time
+
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import sha256_file
 
 DATA_SOURCE = "openai/gsm8k"
 INSTRUCTION = 'Let\'s think step by step and output the final answer after "####".'
@@ -179,15 +180,6 @@ def sample_rows(count, seed):
                          thing, total),
         })
     return rows
-
-
-def sha256_file(path):
-    """Return the hex sha256 of a file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def write_parquet_atomic(records, path):

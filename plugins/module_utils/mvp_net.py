@@ -95,3 +95,25 @@ def route_problem(route):
     if route.get("dev") == "docker0":
         return "the route to the head goes through docker0 (source %s)" % route.get("src")
     return ""
+
+
+def head_network(head_ip, port=6379, socket_ifname="", run=subprocess.run):
+    """How a worker reaches the head: the route, the interface for NCCL and Gloo, and its Ray node IP.
+
+    Used by the ray_worker module and by the docker-host node entrypoint, so both start Ray alike.
+
+    :param head_ip: str, IPv4 address of the head.
+    :param port: int, the head's GCS port (see route_to).
+    :param socket_ifname: str, the interface to use instead of the route's (mvp_ray_socket_ifname);
+        then the node IP is left to Ray and an unusable route is not a problem.
+    :param run: subprocess.run (a parameter for tests).
+    :returns: dict ``route`` (route_to), ``problem`` (route_problem, or '' with *socket_ifname*),
+        ``ifname``, ``env`` (``NCCL_SOCKET_IFNAME`` and ``GLOO_SOCKET_IFNAME`` set to it) and
+        ``node_ip`` (the route's source address, or '' with *socket_ifname*).
+    :raises RuntimeError: when there is no route to the head (see route_to).
+    """
+    route = route_to(head_ip, port, run)
+    ifname = socket_ifname or route["dev"]
+    return {"route": route, "problem": "" if socket_ifname else route_problem(route), "ifname": ifname,
+            "env": {"NCCL_SOCKET_IFNAME": ifname, "GLOO_SOCKET_IFNAME": ifname},
+            "node_ip": "" if socket_ifname else route.get("src", "")}

@@ -9,7 +9,6 @@ file is copied beside it, so it imports nothing but the standard library).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -162,58 +161,3 @@ def node_settings(kind, options):
 def settings_text(settings):
     """The settings file's content for ``settings`` (str): JSON with sorted keys and a final newline."""
     return json.dumps(settings, sort_keys=True) + "\n"
-
-
-def write_settings(path, settings, check_mode=False):
-    """Write the node settings file when its content differs; return True when it changed (or would).
-
-    The file is written to a temporary name in the same folder with mode 0600 and renamed over
-    ``path``, so the node entrypoint never reads half a file and no other user can read the secrets.
-
-    :param path: str, the settings file (its folder is created, mode 0755 as Ray's temp dir).
-    :param settings: dict, from :func:`node_settings`.
-    :param check_mode: bool, only say whether it would change.
-    :raises OSError: when the folder or the file cannot be written.
-    """
-    text = settings_text(settings)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            if handle.read() == text:
-                return False
-    except (OSError, ValueError):
-        pass
-    if check_mode:
-        return True
-    folder = os.path.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
-    return True
-
-
-def read_status(path):
-    """Return the JSON object in the node entrypoint's status file ``path`` ({} when empty, missing or not an object)."""
-    if not path:
-        return {}
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def file_sha256(path):
-    """Return the sha256 hex digest of the file's bytes (the status file's ``settings_sha256`` of a
-    settings file), or '' when ``path`` is empty or unreadable."""
-    if not path:
-        return ""
-    try:
-        with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
-    except OSError:
-        return ""

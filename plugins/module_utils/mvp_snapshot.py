@@ -18,9 +18,10 @@ Standard library only.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, sha256_file
 
 MANIFEST_FILE = "MANIFEST.json"
 SNAPSHOT_FILE = "SNAPSHOT.json"
@@ -41,11 +42,7 @@ def file_hashes(snapshot):
             if name.endswith(".pyc"):
                 continue
             path = os.path.join(dirpath, name)
-            digest = hashlib.sha256()
-            with open(path, "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-            files[os.path.relpath(path, snapshot).replace(os.sep, "/")] = digest.hexdigest()
+            files[os.path.relpath(path, snapshot).replace(os.sep, "/")] = sha256_file(path)
     return files
 
 
@@ -61,16 +58,6 @@ def write_manifest(code_id, snapshot):
         json.dump(record, handle, indent=1, sort_keys=True)
         handle.write("\n")
     return len(record["files"])
-
-
-def read_json(path):
-    """The JSON object in ``path``, or {} when it is missing, unreadable or not an object."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            value = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def read_manifest(snapshot):

@@ -25,8 +25,8 @@ description:
     the ray_head role writes, see the containers role's C(mvp_ray_node.py)), never starts or stops
     anything. It waits, for at most I(ready_timeout) seconds, until the head is listed ALIVE, the
     node's status file I(status_path) says Ray runs from the settings file I(settings_path) as it is
-    now (the sha256 of its bytes), and at least I(workers) workers carrying I(resource) are ALIVE. It then
-    reports C(changed=false). When time runs out, it fails and quotes the status file (the failed
+    now (the sha256 of its bytes), and at least I(workers) workers carrying I(resource) are ALIVE. It
+    reports C(changed) only when it wrote new I(settings). When time runs out, it fails and quotes the status file (the failed
     starts, each with Ray's reason) and the workers it found.
 options:
   start:
@@ -138,8 +138,9 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import describe, listening_pids
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import clients, list_nodes, summarize
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, sha256_file, write_text_if_changed
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
-    file_sha256, head_start_argv, head_start_env, read_status, write_settings)
+    head_start_argv, head_start_env, settings_text)
 
 
 def port_owner(port):
@@ -212,15 +213,17 @@ def wait_only(module, state, address):
         if not params["settings_path"]:
             module.fail_json(msg="settings needs settings_path")
         try:
-            changed = write_settings(params["settings_path"], params["settings"], module.check_mode)
+            changed = write_text_if_changed(params["settings_path"], settings_text(params["settings"]), 0o600,
+                                            module.check_mode)
         except OSError as exc:
             module.fail_json(msg="Cannot write the node settings %s: %s" % (params["settings_path"], exc))
     deadline = time.time() + params["ready_timeout"]
     while True:
         nodes, error = read_nodes(state, address)
         summary = summarize(nodes, params["resource"])
-        status = read_status(params["status_path"]) if params["status_path"] else None
-        problem = wait_problem(summary, status, file_sha256(params["settings_path"]), params["workers"])
+        status = read_json(params["status_path"]) if params["status_path"] else None
+        problem = wait_problem(summary, status, sha256_file(params["settings_path"] or "", missing=""),
+                               params["workers"])
         if not problem:
             module.exit_json(changed=changed, started=False, nodes=nodes, summary=summary, node_status=status or {})
         if module.check_mode:

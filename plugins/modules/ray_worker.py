@@ -47,8 +47,9 @@ description:
     ray_worker role writes, see the containers role's C(mvp_ray_node.py)), it starts and stops nothing.
     It waits, for at most I(timeout) seconds, until the status file I(status_path) says Ray runs
     (C(state=running)) from the settings file I(settings_path) as it is now (the sha256 of its bytes).
-    It returns that node's IP, with C(changed=true) only when it wrote new I(settings). When time runs out, it fails and quotes the state
-    and the failed starts, each with Ray's reason. Every other option is ignored then.
+    It returns that node's IP, with C(changed=true) only when it wrote new I(settings). When time runs
+    out, it fails and quotes the state and the failed starts, each with Ray's reason. Every other
+    option is ignored then.
 options:
   start:
     description:
@@ -195,10 +196,11 @@ import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_net import route_problem, route_to
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_net import head_network
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import find_argv
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, sha256_file, write_text_if_changed
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
-    as_text, file_sha256, ray_reason, read_status, retry_pause, worker_start_argv, write_settings)
+    as_text, ray_reason, retry_pause, settings_text, worker_start_argv)
 
 
 def find_raylet():
@@ -277,13 +279,14 @@ def wait_started(module):
     changed = False
     if params["settings"] is not None:
         try:
-            changed = write_settings(params["settings_path"], params["settings"], module.check_mode)
+            changed = write_text_if_changed(params["settings_path"], settings_text(params["settings"]), 0o600,
+                                            module.check_mode)
         except OSError as exc:
             module.fail_json(msg="Cannot write the node settings %s: %s" % (params["settings_path"], exc))
     deadline = time.time() + params["timeout"]
     while True:
-        wanted = file_sha256(params["settings_path"])
-        status = read_status(params["status_path"])
+        wanted = sha256_file(params["settings_path"], missing="")
+        status = read_json(params["status_path"])
         if wanted and status.get("settings_sha256") == wanted and status.get("state") == "running":
             module.exit_json(changed=changed, reason="started from new settings" if changed else "joined",
                              node_ip=status.get("node_ip", ""),
@@ -348,18 +351,16 @@ def main():
     if params["route_env"]:
         head_ip, _sep, port = params["gcs_address"].rpartition(":")
         try:
-            route = route_to(head_ip, int(port or 6379))
+            net = head_network(head_ip, int(port or 6379), params["socket_ifname"])
         except RuntimeError as exc:
             module.fail_json(msg="This worker cannot reach the head: %s." % exc)
-        problem = route_problem(route)
-        if problem and not params["socket_ifname"]:
+        route = net["route"]
+        if net["problem"]:
             module.fail_json(msg="This worker: %s. Ray and NCCL would advertise an address the other nodes "
                                  "cannot reach. Give the node a route to the head over the cluster network, or set "
-                                 "mvp_ray_socket_ifname to the interface to use." % problem, route=route)
-        ifname = params["socket_ifname"] or route["dev"]
-        net_env = {"NCCL_SOCKET_IFNAME": ifname, "GLOO_SOCKET_IFNAME": ifname}
+                                 "mvp_ray_socket_ifname to the interface to use." % net["problem"], route=route)
         # A chosen interface leaves the node IP to Ray; else it is the route's source address.
-        node_ip_wanted = "" if params["socket_ifname"] else route.get("src", "")
+        ifname, net_env, node_ip_wanted = net["ifname"], net["env"], net["node_ip"]
     wanted = secrets_fingerprint(params["secret"], params["secret_env"], dict(params["more_secrets"], **net_env))
     joined, reason = decide(raylet, params["gcs_address"], params["alive_ips"], seen, wanted, node_ip_wanted)
     node_ip = flag(raylet, "--node-ip-address") if raylet else ""

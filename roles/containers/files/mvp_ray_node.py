@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """Command of a docker-host Ray node container: start Ray from a settings file and keep it running.
 
-The containers role makes this file (with ``mvp_net.py``, ``mvp_proc.py`` and ``mvp_ray_start.py`` beside it) the
+The containers role makes this file (with ``mvp_files.py``, ``mvp_net.py``, ``mvp_proc.py`` and ``mvp_ray_start.py`` beside it) the
 command of every node container on a docker host; the ray_head and ray_worker roles write the node's
 settings file. Started as::
 
@@ -17,7 +17,7 @@ What it does, in a loop:
    (seconds), and for a worker ``gcs_address`` (``host:port`` of the head), ``route_env`` and
    ``socket_ifname``.
 2. A worker waits until the head's GCS port accepts connections, then reads the route to it
-   (``mvp_net.route_to``): Ray is started with ``--node-ip-address=<source of that route>`` and
+   (``mvp_net.head_network``): Ray is started with ``--node-ip-address=<source of that route>`` and
    ``NCCL_SOCKET_IFNAME``/``GLOO_SOCKET_IFNAME`` set to its interface, as the ray_worker module does.
 3. Runs ``ray start`` (it returns once the node is registered with the GCS) and says ``running``
    in the status file. A start that fails or takes longer than ``timeout`` seconds is retried after
@@ -51,7 +51,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from mvp_net import route_problem, route_to  # noqa: E402  (copied beside this file)
+from mvp_files import write_text_atomic  # noqa: E402  (copied beside this file)
+from mvp_net import head_network  # noqa: E402
 from mvp_proc import argv_of, pids  # noqa: E402
 from mvp_ray_start import ray_reason, retry_pause  # noqa: E402
 
@@ -89,13 +90,7 @@ class Status(object):
         """Update the given keys, stamp ``updated`` and write the file."""
         self.data.update(values)
         self.data["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        folder = os.path.dirname(self.path) or "."
-        os.makedirs(folder, exist_ok=True)
-        tmp = "%s.%d.tmp" % (self.path, os.getpid())
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(self.data, handle, sort_keys=True)
-            handle.write("\n")
-        os.replace(tmp, self.path)
+        write_text_atomic(self.path, json.dumps(self.data, sort_keys=True) + "\n")
 
 
 def head_reachable(gcs_address, timeout=2.0):
@@ -109,7 +104,8 @@ def head_reachable(gcs_address, timeout=2.0):
 
 
 def network(settings):
-    """Return (extra argv, extra env, node_ip, ifname) from the route to the head, for a worker.
+    """Return (extra argv, extra env, node_ip, ifname) from the route to the head, for a worker
+    (``mvp_net.head_network``, as the ray_worker module reads it).
 
     :raises RuntimeError: when the head cannot be resolved or routed to, or the route is unusable
         (link-local, docker0) and no ``socket_ifname`` is set.
@@ -121,17 +117,12 @@ def network(settings):
         head_ip = socket.gethostbyname(host)
     except OSError as exc:
         raise RuntimeError("cannot resolve the head %s: %s" % (host, exc))
-    route = route_to(head_ip, int(port or 6379))
-    problem = route_problem(route)
-    ifname = settings.get("socket_ifname") or ""
-    if problem and not ifname:
+    net = head_network(head_ip, int(port or 6379), settings.get("socket_ifname") or "")
+    if net["problem"]:
         raise RuntimeError("%s; Ray and NCCL would advertise an address the other nodes cannot reach "
-                           "(set mvp_ray_socket_ifname)" % problem)
-    ifname = ifname or route["dev"]
-    env = {"NCCL_SOCKET_IFNAME": ifname, "GLOO_SOCKET_IFNAME": ifname}
-    node_ip = "" if settings.get("socket_ifname") else route.get("src", "")
-    argv = ["--node-ip-address=%s" % node_ip] if node_ip else []
-    return argv, env, node_ip, ifname
+                           "(set mvp_ray_socket_ifname)" % net["problem"])
+    return (["--node-ip-address=%s" % net["node_ip"]] if net["node_ip"] else [], net["env"], net["node_ip"],
+            net["ifname"])
 
 
 def find_pids(names, proc_root="/proc"):

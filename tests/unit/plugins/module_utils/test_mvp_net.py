@@ -46,3 +46,18 @@ def test_route_to_falls_back_to_a_socket_without_ip():
     route = route_to("127.0.0.1", run=missing)
     assert route["src"] == "127.0.0.1"
     assert route["dev"] == "lo"
+
+
+def test_head_network_follows_the_route_unless_an_interface_is_chosen():
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_net import head_network
+
+    def run(text):
+        return lambda argv, **kw: subprocess.CompletedProcess(argv, 0, text, "")
+    docker0 = "172.17.0.2 dev docker0 src 172.17.0.1 uid 0 \\    cache\n"
+    net = head_network("10.9.0.2", run=run("10.9.0.2 dev ib0 src 10.9.0.5 uid 0 \\    cache\n"))
+    assert (net["problem"], net["ifname"], net["node_ip"]) == ("", "ib0", "10.9.0.5")
+    assert net["env"] == {"NCCL_SOCKET_IFNAME": "ib0", "GLOO_SOCKET_IFNAME": "ib0"}
+    bad = head_network("172.17.0.2", run=run(docker0))
+    assert bad["problem"] == route_problem(bad["route"]) and "docker0" in bad["problem"]
+    chosen = head_network("172.17.0.2", socket_ifname="eth1", run=run(docker0))
+    assert (chosen["problem"], chosen["ifname"], chosen["node_ip"]) == ("", "eth1", "")
