@@ -140,218 +140,29 @@ then_waited:
   returned: when I(then) is set
 """
 
-import contextlib
-import io
-import json
 import os
-import re
-import shlex
-import subprocess
-import threading
-import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
-
-
-def run_all(commands, timeout):
-    """Run ``commands`` concurrently; return a list of (rc, stdout, stderr) in the same order.
-
-    :param commands: list of dicts with ``argv`` (list of str).
-    :param timeout: int, seconds per command; a command still running is killed (rc None).
-    """
-    procs = []
-    for command in commands:
-        try:
-            procs.append(subprocess.Popen(command["argv"], stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True))
-        except OSError as exc:
-            procs.append(exc)
-    deadline = time.time() + timeout
-    results = []
-    for proc in procs:
-        if isinstance(proc, OSError):
-            results.append((None, "", "could not start: %s" % proc))
-            continue
-        try:
-            out, err = proc.communicate(timeout=max(1, deadline - time.time()))
-            results.append((proc.returncode, out, err))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-            results.append((None, out, (err or "") + "\n(killed after %ss)" % timeout))
-    return results
-
-
-ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
-def ray_cli():
-    """Return Ray's click command group (``ray.scripts.scripts.cli``) or None when Ray does not import."""
-    try:
-        from ray.scripts.scripts import cli
-    except Exception:  # pragma: no cover - depends on the interpreter
-        return None
-    return cli
-
-
-def run_in_process(cli, args, timeout):
-    """Run one Ray CLI command in this process; return (rc, stdout, stderr).
-
-    :param cli: click group from ray_cli().
-    :param args: list of str, the arguments after ``ray``.
-    :param timeout: int, seconds; a command still running then is abandoned (rc None).
-    """
-    out, err, box = io.StringIO(), io.StringIO(), {}
-
-    def target():
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                cli.main(args=list(args), standalone_mode=False, prog_name="ray")
-                box["rc"] = 0
-            except SystemExit as exc:
-                box["rc"] = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-            except Exception as exc:  # recorded in the bundle file, never fatal
-                err.write("%s: %s\n" % (type(exc).__name__, exc))
-                box["rc"] = 1
-
-    worker = threading.Thread(target=target, daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        return None, "", "(abandoned after %ss)" % timeout
-    return box.get("rc", 1), ANSI_RE.sub("", out.getvalue()), ANSI_RE.sub("", err.getvalue())
-
-
-def render(command, rc, out, err, stamp, host):
-    """Return the text of one bundle file."""
-    text = "# %s\n# rc=%s at %s on %s\n%s" % (
-        " ".join(shlex.quote(a) for a in command["argv"]), rc, stamp, host, out)
-    if err:
-        text += "\n# stderr\n" + err
-    return text if text.endswith("\n") else text + "\n"
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_debug_bundle import (
+    BUNDLE_OPTIONS, bundle_paths, stamp_now, start_detached, take)
 
 
 def main():
     """Module entry point."""
     module = AnsibleModule(
-        argument_spec=dict(
-            dest=dict(type="path", required=True),
-            stage=dict(type="str", required=True),
-            commands=dict(type="list", elements="dict", required=True),
-            timeout=dict(type="int", default=60),
-            in_process=dict(type="bool", default=True),
-            detach=dict(type="bool", default=False),
-            then=dict(type="dict", options=dict(
-                stage=dict(type="str", required=True),
-                after_file=dict(type="path", required=True),
-                timeout=dict(type="int", default=300),
-            )),
-        ),
+        argument_spec=dict(BUNDLE_OPTIONS, detach=dict(type="bool", default=False)),
         supports_check_mode=True,
     )
     params = module.params
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    stamp = stamp_now()
     if module.check_mode:
         module.exit_json(changed=True, files=bundle_paths(params["dest"], stamp, params["stage"], params["commands"]),
                          stamp=stamp, rcs={})
     if not os.path.isdir(params["dest"]):
         module.fail_json(msg="debug folder %s does not exist" % params["dest"])
     if params["detach"]:
-        record = os.path.join(params["dest"], "%s-%s-bundle.json" % (stamp, params["stage"]))
-        detached(lambda: take(params, stamp), record)
-        module.exit_json(changed=True, stamp=stamp, record=record, max_seconds=max_seconds(params),
-                         files=bundle_paths(params["dest"], stamp, params["stage"], params["commands"]))
+        module.exit_json(changed=True, **start_detached(params, stamp))
     module.exit_json(**take(params, stamp))
-
-
-def max_seconds(params):
-    """Return the most seconds (int) a detached run of ``params`` can take.
-
-    Commands run in Ray's process one after the other, so a snapshot is bounded by every
-    command at its ``timeout``; I(then) adds its wait for the file and a second snapshot.
-    """
-    one = len(params["commands"]) * params["timeout"]
-    then = params.get("then")
-    return one + (one + then["timeout"] if then else 0)
-
-
-def take(params, stamp):
-    """Take the snapshot (and the I(then) one); return the module result (dict)."""
-    cli = ray_cli() if params["in_process"] else None
-    paths, rcs = snapshot(params, cli, stamp, params["stage"])
-    result = dict(changed=True, files=paths, stamp=stamp, rcs=rcs)
-    then = params["then"]
-    if then:
-        waited = wait_for_file(then["after_file"], then["timeout"])
-        result["then_waited"] = waited
-        result["then_files"] = []
-        if waited is not None:
-            later = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-            result["then_files"] = snapshot(params, cli, later, then["stage"])[0]
-    return result
-
-
-def detached(work, record):
-    """Run ``work()`` in a detached grandchild process and return at once in the caller.
-
-    The grandchild has its own session and /dev/null as stdin, stdout and stderr (the
-    module's JSON channel stays clean and ``docker exec``/SSH do not wait for it); it
-    writes ``work()``'s result, or ``{"failed": true, "msg": ...}``, as JSON to
-    ``record`` (str path) and exits without running the parent's exit handlers.
-    :raises OSError: when the process cannot be forked.
-    """
-    child = os.fork()
-    if child:
-        os.waitpid(child, 0)
-        return
-    try:
-        os.setsid()
-        if os.fork():
-            os._exit(0)
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-        try:
-            outcome = work()
-        except BaseException as exc:  # recorded for whoever waits, never raised into the void
-            outcome = {"failed": True, "msg": "%s: %s" % (type(exc).__name__, exc)}
-        write_text_atomic(record, json.dumps(outcome, indent=1, sort_keys=True) + "\n")
-    finally:
-        os._exit(0)
-
-
-def bundle_paths(dest, stamp, stage, commands):
-    """Return the file path of each command's output: ``<dest>/<stamp>-<stage>-<name>.txt`` (list of str)."""
-    return [os.path.join(dest, "%s-%s-%s.txt" % (stamp, stage, c["name"])) for c in commands]
-
-
-def snapshot(params, cli, stamp, stage):
-    """Run every command once and write its file; return (paths, {name: rc}).
-
-    :param params: the module parameters (dest, commands, timeout).
-    :param cli: Ray's click group (ray_cli()) or None to run every command as a subprocess.
-    """
-    commands = params["commands"]
-    paths = bundle_paths(params["dest"], stamp, stage, commands)
-    inside = [bool(cli) and os.path.basename(c["argv"][0]) == "ray" for c in commands]
-    outside = run_all([c for c, i in zip(commands, inside) if not i], params["timeout"])
-    results = [run_in_process(cli, c["argv"][1:], params["timeout"]) if i else outside.pop(0)
-               for c, i in zip(commands, inside)]
-    host = os.uname()[1]
-    for command, path, (rc, out, err) in zip(commands, paths, results):
-        write_text_atomic(path, render(command, rc, out, err, stamp, host))
-    return paths, {c["name"]: r[0] for c, r in zip(commands, results)}
-
-
-def wait_for_file(path, timeout, interval=0.2):
-    """Wait until ``path`` exists; return the seconds waited (float), or None after ``timeout`` seconds."""
-    start = time.time()
-    while not os.path.exists(path):
-        if time.time() - start >= timeout:
-            return None
-        time.sleep(interval)
-    return round(time.time() - start, 2)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,11 @@ description:
     driver runs on (C(driver_node_id) mapped to C(driver_node_ip) with the State API's node list over HTTP)
     and the head and worker IPs. A job still PENDING after I(pending_timeout) is stopped and
     the module fails naming the resources no ALIVE node offers.
+  - With I(job_dir) the same call first creates the job's directory exclusively (one C(mkdir) that
+    fails when it exists; nothing is submitted then) and writes its config files, and with
+    I(debug_bundle) it starts the cluster snapshots in a detached process before it submits, as
+    M(mvp.ray.ray_job_dir) and M(mvp.ray.ray_debug_bundle) with I(detach=true) do - one module run on
+    the head instead of three (module_utils C(mvp_job_dir), C(mvp_debug_bundle)).
   - Full check mode - nothing is submitted, stopped or deleted.
 version_added: 0.1.0
 extends_documentation_fragment:
@@ -81,6 +86,73 @@ options:
     description: Custom resource that marks worker nodes (for C(worker_ips)).
     type: str
     default: worker_node
+  job_dir:
+    description:
+      - With I(state=submitted), the job directory to create before anything else, exclusively
+        (the module fails naming it when it exists, and submits nothing), with its folders and files.
+    type: dict
+    suboptions:
+      path:
+        description: The job directory (C(<shared_root>/jobs/<submission_id>)); its parent must exist.
+        type: path
+        required: true
+      files:
+        description: Mapping of a path inside I(job_dir.path) (relative or absolute) -> text content.
+        type: dict
+        default: {}
+      subdirs:
+        description: Folders created inside it (module_utils C(mvp_job.SUBDIRS) by default).
+        type: list
+        elements: str
+      mode:
+        description: Octal mode of the folders (files get 0644).
+        type: str
+        default: "0775"
+  debug_bundle:
+    description:
+      - With I(state=submitted), cluster snapshots started in a detached process once the job
+        directory exists and before the submission; the options of M(mvp.ray.ray_debug_bundle)
+        (I(dest), I(stage), I(commands), I(timeout), I(in_process), I(then)). The detached process
+        writes the returned C(debug_bundle.record) when it is done; wait for that file. Not in check mode.
+    type: dict
+    suboptions:
+      dest:
+        description: Folder receiving the files (must exist, e.g. the job directory's C(debug)).
+        type: path
+        required: true
+      stage:
+        description: Stage name in the file names.
+        type: str
+        required: true
+      commands:
+        description: Items C({name, argv}).
+        type: list
+        elements: dict
+        required: true
+      timeout:
+        description: Seconds each command may run.
+        type: int
+        default: 60
+      in_process:
+        description: Run C(ray) CLI commands inside the detached process (one Ray import).
+        type: bool
+        default: true
+      then:
+        description: A second snapshot once a file appears (C(stage), C(after_file), C(timeout) seconds).
+        type: dict
+        suboptions:
+          stage:
+            description: Stage name of the second snapshot.
+            type: str
+            required: true
+          after_file:
+            description: File whose appearance starts it (the I(placement_dest) this call writes).
+            type: path
+            required: true
+          timeout:
+            description: Seconds to wait for I(then.after_file).
+            type: int
+            default: 300
 author: MVP project (@mvp)
 """
 
@@ -97,6 +169,34 @@ EXAMPLES = r"""
     entrypoint_num_cpus: 1
     wait: placed
   register: job
+
+- name: Submit | Create the job directory, start the snapshots, submit, wait for placement (one call)
+  mvp.ray.ray_job:
+    submission_id: selftest-20261121-120000-1a2b3c
+    address: "{{ mvp_ray_jobs_address }}"
+    entrypoint: python -u /private/common/code/mvp_tools/selftest.py
+    entrypoint_resources: {worker_node: 1}
+    entrypoint_num_cpus: 1
+    job_dir:
+      path: /private/jobs/selftest-20261121-120000-1a2b3c
+      files:
+        config/job_spec.json: "{{ spec | to_nice_json }}"
+    debug_bundle:
+      dest: /private/jobs/selftest-20261121-120000-1a2b3c/debug
+      stage: submit
+      commands:
+        - {name: ray_status, argv: [ray, status]}
+      then:
+        stage: placed
+        after_file: /private/jobs/selftest-20261121-120000-1a2b3c/debug/placement.json
+    wait: placed
+    placement_dest: /private/jobs/selftest-20261121-120000-1a2b3c/debug/placement.json
+  register: job
+
+- name: Submit | Wait for the snapshots taken in the background
+  ansible.builtin.wait_for:
+    path: "{{ job.debug_bundle.record }}"
+    timeout: "{{ job.debug_bundle.max_seconds + 30 }}"
 
 - name: Stop | Stop a running job
   mvp.ray.ray_job:
@@ -132,13 +232,29 @@ placement_dest:
   description: Path I(placement) was saved to.
   type: str
   returned: when written
+job_dir_written:
+  description: Absolute paths written into the new job directory (I(job_dir)), sorted.
+  type: list
+  elements: str
+  returned: when I(job_dir) is set
+debug_bundle:
+  description: >-
+    The snapshots started in the background (I(debug_bundle)) - C(stamp), C(files), C(record) (the
+    JSON file the detached process writes when done) and C(max_seconds) (int, its upper bound), as
+    M(mvp.ray.ray_debug_bundle) returns with I(detach=true).
+  type: dict
+  returned: when I(debug_bundle) is set, not in check mode
 """
 
 import json
+import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_debug_bundle import BUNDLE_OPTIONS, start_detached
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import SUBDIRS
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_dir import JobDirError, create_job_dir
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, list_nodes, pending_message,
     placement, status_name)
@@ -174,11 +290,36 @@ class RayJob(JobModule):
             self.params["submission_id"], status_name(job.get("status")), self.params["stop_timeout"]),
             job=job, changed=True)
 
+    def prepare(self):
+        """Create I(job_dir) and start I(debug_bundle) (state=submitted); return their result keys (dict).
+
+        Fails the module, naming the folder, when the job directory exists: nothing is written or submitted.
+        """
+        params, module, result = self.params, self.module, {}
+        if params["state"] != "submitted" and (params["job_dir"] or params["debug_bundle"]):
+            module.fail_json(msg="job_dir and debug_bundle go with state=submitted (got state=%s)." % params["state"])
+        spec = params["job_dir"]
+        if spec:
+            try:
+                result["job_dir_written"] = create_job_dir(
+                    spec["path"], spec["files"], SUBDIRS if spec["subdirs"] is None else spec["subdirs"],
+                    spec["mode"], check_mode=module.check_mode)
+            except JobDirError as exc:
+                module.fail_json(msg=str(exc), changed=False)
+        bundle = params["debug_bundle"]
+        if bundle and not module.check_mode:
+            if not os.path.isdir(bundle["dest"]):
+                module.fail_json(msg="debug_bundle.dest %s does not exist (it is made with job_dir's folders)."
+                                 % bundle["dest"], changed=bool(spec))
+            result["debug_bundle"] = start_detached(bundle)
+        return result
+
     def run(self):
         """Apply the requested state and exit the module."""
         params, module = self.params, self.module
+        prepared = self.prepare()
         job = self.info()
-        result = {"changed": False, "existed": job is not None}
+        result = dict(prepared, changed=bool(prepared), existed=job is not None)
         state = params["state"]
         if state == "submitted":
             if job is None:
@@ -238,6 +379,13 @@ def main():
             poll_interval=dict(type="float", default=1.0),
             placement_dest=dict(type="path"),
             worker_resource=dict(type="str", default="worker_node"),
+            job_dir=dict(type="dict", options=dict(
+                path=dict(type="path", required=True),
+                files=dict(type="dict", default={}),
+                subdirs=dict(type="list", elements="str"),
+                mode=dict(type="str", default="0775"),
+            )),
+            debug_bundle=dict(type="dict", options=BUNDLE_OPTIONS),
         ),
         supports_check_mode=True,
     )

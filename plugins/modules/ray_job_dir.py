@@ -63,33 +63,9 @@ written:
   returned: always
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
-
-
-def safe_join(root, rel):
-    """Join ``rel`` under ``root``; raise ValueError for a path leaving ``root``.
-
-    ``rel`` is relative to ``root``, or absolute inside it (the job spec's ``paths``).
-    """
-    if os.path.isabs(rel):
-        if not os.path.normpath(rel).startswith(os.path.normpath(root) + os.sep):
-            raise ValueError("%r must be a path inside %s" % (rel, root))
-        rel = os.path.relpath(os.path.normpath(rel), os.path.normpath(root))
-    if ".." in rel.replace("\\", "/").split("/"):
-        raise ValueError("%r must be a path inside %s" % (rel, root))
-    return os.path.join(root, rel)
-
-
-def differs(path, content):
-    """Return True when ``path`` is missing or holds something else than ``content``."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read() != content
-    except (OSError, UnicodeDecodeError):
-        return True
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import SUBDIRS
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_dir import JobDirError, create_job_dir
 
 
 def main():
@@ -97,7 +73,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", required=True),
-            subdirs=dict(type="list", elements="str", default=["config", "logs", "checkpoints", "debug"]),
+            subdirs=dict(type="list", elements="str", default=list(SUBDIRS)),
             files=dict(type="dict", default={}),
             shared_files=dict(type="dict", default={}),
             mode=dict(type="str", default="0775"),
@@ -105,33 +81,12 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    job_dir = params["path"]
     try:
-        mode = int(params["mode"], 8)
-        subdirs = [safe_join(job_dir, d) for d in params["subdirs"]]
-        files = {safe_join(job_dir, rel): str(text) for rel, text in params["files"].items()}
-    except ValueError as exc:
-        module.fail_json(msg="ray_job_dir: %s" % exc)
-    if os.path.lexists(job_dir):
-        module.fail_json(msg="job directory %s exists: job directories are never reused; choose another "
-                             "submission_id or omit it to get a fresh one." % job_dir)
-    shared = {p: str(t) for p, t in params["shared_files"].items() if differs(p, str(t))}
-    if module.check_mode:
-        module.exit_json(changed=True, written=sorted(shared) + sorted(files))
-    for path, text in shared.items():
-        write_text_atomic(path, text)
-    try:
-        os.mkdir(job_dir, mode)
-    except FileExistsError:
-        module.fail_json(msg="job directory %s was created by someone else a moment ago: choose another "
-                             "submission_id or omit it to get a fresh one." % job_dir)
-    os.chmod(job_dir, mode)
-    for folder in subdirs:
-        os.makedirs(folder, exist_ok=True)
-        os.chmod(folder, mode)
-    for path, text in files.items():
-        write_text_atomic(path, text)
-    module.exit_json(changed=True, written=sorted(shared) + sorted(files))
+        written = create_job_dir(params["path"], params["files"], params["subdirs"], params["mode"],
+                                 params["shared_files"], module.check_mode)
+    except JobDirError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=True, written=written)
 
 
 if __name__ == "__main__":

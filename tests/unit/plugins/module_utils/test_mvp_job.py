@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.mvp.ray.plugins.module_utils import mvp_job
 from mvp_jobspec import mvp_job_spec
-from ray_job_dir import safe_join
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_dir import safe_join
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
@@ -44,7 +44,7 @@ def test_job_dir_and_every_path_of_it():
         assert rel.split("/")[0] in mvp_job.SUBDIRS
 
 
-def test_the_spec_carries_the_contract_paths_and_ray_job_dir_accepts_them():
+def test_the_spec_carries_the_contract_paths_and_the_job_dir_writer_accepts_them():
     """The builder's paths are the contract's, and the module that writes the job directory takes them as they are."""
     import yaml
     with open(os.path.join(ROOT, "inventories/common/all/00-mvp-workloads.yml")) as handle:

@@ -125,6 +125,101 @@ def test_fake_jobsubmissionclient_an_unreachable_jobs_api_names_the_address(fake
     assert str(fake_ray.unreachable) in result["msg"]
 
 
+# ---- the job directory and the snapshots in the same call ----
+
+def wait_for(path, seconds=60):
+    """Wait (real time) until ``path`` exists: the detached snapshot process writes it when done."""
+    import os
+    import time as real_time
+    deadline = real_time.monotonic() + seconds
+    while not os.path.exists(path):
+        assert real_time.monotonic() < deadline, "%s never appeared" % path
+        real_time.sleep(0.05)
+
+
+def snapshot_commands(names):
+    """Commands that print their own name (subprocesses: no Ray in the unit tests)."""
+    import sys
+    return [{"name": name, "argv": [sys.executable, "-c", "print(%r)" % ("said by " + name)]} for name in names]
+
+
+def test_fake_jobsubmissionclient_one_call_makes_the_job_dir_starts_the_snapshots_and_submits(
+        fake_ray, run_module, cluster_nodes, tmp_path):
+    driver = cluster_nodes[1]
+    fake_ray.then("job-1", "PENDING", {"status": "RUNNING", "driver_node_id": driver["node_id"]})
+    job_dir = tmp_path / "jobs" / "job-1"
+    (tmp_path / "jobs").mkdir()
+    files = {"config/job_spec.json": '{"submission_id": "job-1"}\n', str(job_dir / "config" / "submit_cmd.txt"): "ray job submit\n"}
+    names = ["ray_status", "ray_job_list"]
+    placement_dest = job_dir / "debug" / "placement.json"
+    options = args(entrypoint="python -u job.py", entrypoint_resources={"worker_node": 1}, entrypoint_num_cpus=1,
+                   wait="placed", poll_interval=0.01, placement_dest=str(placement_dest),
+                   job_dir={"path": str(job_dir), "files": files},
+                   debug_bundle={"dest": str(job_dir / "debug"), "stage": "submit", "commands": snapshot_commands(names),
+                                 "in_process": False, "timeout": 20,
+                                 "then": {"stage": "placed", "after_file": str(placement_dest), "timeout": 20}})
+
+    result = run_module(main, options)
+
+    assert result["changed"] is True and result["existed"] is False
+    assert fake_ray.called("submit_job") and result["job"]["driver_node_ip"] == driver["node_ip"]
+    assert sorted(p.name for p in job_dir.iterdir()) == ["checkpoints", "config", "debug", "logs"]
+    expected_files = sorted(str(job_dir / rel) if not rel.startswith("/") else rel for rel in files)
+    assert result["job_dir_written"] == expected_files
+    for rel, text in files.items():
+        assert (job_dir / rel).read_text() == text
+    bundle = result["debug_bundle"]
+    assert bundle["max_seconds"] == 2 * len(names) * 20 + 20
+    assert bundle["files"] == [str(job_dir / "debug" / ("%s-submit-%s.txt" % (bundle["stamp"], n))) for n in names]
+    wait_for(bundle["record"])
+    record = json.loads(open(bundle["record"]).read())
+    assert record["files"] == bundle["files"] and record["rcs"] == {n: 0 for n in names}
+    assert len(record["then_files"]) == len(names)
+    for name, path in zip(names, bundle["files"] + record["then_files"]):
+        assert "said by %s" % name in open(path).read()
+    assert json.loads(placement_dest.read_text())["driver_node_ip"] == driver["node_ip"]
+
+
+def test_fake_jobsubmissionclient_an_existing_job_dir_is_refused_before_anything_is_submitted(
+        fake_ray, clock, run_module, tmp_path):
+    job_dir = tmp_path / "job-1"
+    (job_dir / "config").mkdir(parents=True)
+    (job_dir / "config" / "job_spec.json").write_text("earlier run\n")
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    options = args(entrypoint="python -u job.py", wait="placed",
+                   job_dir={"path": str(job_dir), "files": {"config/job_spec.json": "new\n"}},
+                   debug_bundle={"dest": str(job_dir / "debug"), "stage": "submit", "commands": snapshot_commands(["a"])})
+
+    result = run_module(main, options)
+
+    assert result["failed"] and result["changed"] is False
+    assert result["msg"].startswith("job directory %s exists: job directories are never reused" % job_dir)
+    assert fake_ray.calls == [] and "job-1" not in fake_ray.jobs
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+    assert (job_dir / "config" / "job_spec.json").read_text() == "earlier run\n"
+
+
+def test_fake_jobsubmissionclient_check_mode_says_what_the_job_dir_would_hold_and_makes_nothing(
+        fake_ray, clock, run_module, tmp_path):
+    job_dir = tmp_path / "job-1"
+    options = args(entrypoint="python -u job.py", job_dir={"path": str(job_dir), "files": {"config/a.json": "{}"}},
+                   debug_bundle={"dest": str(job_dir / "debug"), "stage": "submit", "commands": snapshot_commands(["a"])})
+
+    result = run_module(main, options, check_mode=True)
+
+    assert result["changed"] is True and result["job_dir_written"] == [str(job_dir / "config" / "a.json")]
+    assert "debug_bundle" not in result and not job_dir.exists() and fake_ray.calls == []
+
+
+def test_fake_jobsubmissionclient_a_job_dir_goes_only_with_a_submission(fake_ray, clock, run_module, tmp_path):
+    fake_ray.add_job("job-1", "RUNNING")
+
+    result = run_module(main, args(state="stopped", job_dir={"path": str(tmp_path / "job-1")}))
+
+    assert result["failed"] and result["msg"] == "job_dir and debug_bundle go with state=submitted (got state=stopped)."
+    assert fake_ray.calls == [] and not (tmp_path / "job-1").exists()
+
+
 # ---- stop ----
 
 def test_fake_jobsubmissionclient_stop_waits_until_the_job_is_terminal(fake_ray, clock, run_module):

@@ -1,7 +1,7 @@
-"""Unit tests of the debug bundle runner with real processes."""
+"""Unit tests of module_utils mvp_debug_bundle (the snapshot runner of ray_debug_bundle and ray_job) with real processes."""
 import sys
 
-from ray_debug_bundle import max_seconds, render, run_all
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_debug_bundle import max_seconds, render, run_all
 
 
 def test_commands_run_concurrently_and_keep_their_order(tmp_path):
@@ -34,7 +34,7 @@ def test_render_names_command_rc_and_stderr():
 def test_in_process_commands_capture_output_strip_colours_and_record_failures():
     import click
 
-    from ray_debug_bundle import run_in_process
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_debug_bundle import run_in_process
 
     @click.group()
     def cli():
@@ -59,7 +59,7 @@ def test_in_process_commands_capture_output_strip_colours_and_record_failures():
 
 
 def test_wait_for_file_returns_seconds_or_none(tmp_path):
-    from ray_debug_bundle import wait_for_file
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_debug_bundle import wait_for_file
 
     present = tmp_path / "placement.json"
     present.write_text("{}")
@@ -68,12 +68,13 @@ def test_wait_for_file_returns_seconds_or_none(tmp_path):
 
 
 def test_detached_work_writes_its_record_after_the_caller_returned(tmp_path):
-    """A real double fork: the caller returns before the work ends; the record holds the result."""
+    """A real double fork: the caller returns before the work ends; the record holds the result; the work runs
+    with DETACHED_NICENESS added to the caller's niceness (Linux caps it at 19)."""
     import json
     import os
     import time
 
-    from ray_debug_bundle import detached
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_debug_bundle import DETACHED_NICENESS, detached
 
     gate = tmp_path / "gate"
     record = tmp_path / "bundle.json"
@@ -81,7 +82,7 @@ def test_detached_work_writes_its_record_after_the_caller_returned(tmp_path):
     def work():
         while not gate.exists():
             time.sleep(0.02)
-        return {"files": ["a.txt"], "pid": os.getpid()}
+        return {"files": ["a.txt"], "pid": os.getpid(), "niceness": os.nice(0)}
 
     start = time.time()
     detached(work, str(record))
@@ -91,13 +92,14 @@ def test_detached_work_writes_its_record_after_the_caller_returned(tmp_path):
         time.sleep(0.02)
     result = json.loads(record.read_text())
     assert result["files"] == ["a.txt"] and result["pid"] != os.getpid()
+    assert result["niceness"] == min(19, os.nice(0) + DETACHED_NICENESS)
 
 
 def test_detached_work_that_raises_is_recorded(tmp_path):
     import json
     import time
 
-    from ray_debug_bundle import detached
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_debug_bundle import detached
 
     record = tmp_path / "bundle.json"
 
