@@ -168,8 +168,7 @@ def take(params, stamp):
         result["then_waited"] = waited
         result["then_files"] = []
         if waited is not None:
-            later = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-            result["then_files"] = snapshot(params, cli, later, then["stage"])[0]
+            result["then_files"] = snapshot(params, cli, stamp_now(), then["stage"])[0]
     return result
 
 

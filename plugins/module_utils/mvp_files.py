@@ -36,6 +36,15 @@ def write_text_atomic(path, text, mode=0o644):
             os.unlink(tmp)
 
 
+def differs(path, text):
+    """Whether ``path`` is missing, unreadable as UTF-8 or holds something else than ``text`` (bool)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read() != text
+    except (OSError, ValueError):
+        return True
+
+
 def write_text_if_changed(path, text, mode=0o644, check_mode=False):
     """Write ``text`` to ``path`` atomically (:func:`write_text_atomic`) unless it already holds exactly that.
 
@@ -46,12 +55,8 @@ def write_text_if_changed(path, text, mode=0o644, check_mode=False):
     :returns: bool, True when the file was (or would be) written.
     :raises OSError: when it cannot be written.
     """
-    try:
-        with open(path, encoding="utf-8") as handle:
-            if handle.read() == text:
-                return False
-    except (OSError, ValueError):
-        pass
+    if not differs(path, text):
+        return False
     if not check_mode:
         write_text_atomic(path, text, mode)
     return True

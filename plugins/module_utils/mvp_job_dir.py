@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import differs, write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import SUBDIRS
 
 
@@ -31,15 +31,6 @@ def safe_join(root, rel):
     if ".." in rel.replace("\\", "/").split("/"):
         raise ValueError("%r must be a path inside %s" % (rel, root))
     return os.path.join(root, rel)
-
-
-def differs(path, content):
-    """Return True when ``path`` is missing or holds something else than ``content``."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read() != content
-    except (OSError, UnicodeDecodeError):
-        return True
 
 
 def create_job_dir(job_dir, files=None, subdirs=SUBDIRS, mode="0775", shared_files=None, check_mode=False):

@@ -5,7 +5,8 @@ import os
 import pytest
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic as write_atomic
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_dir import differs, safe_join
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import differs
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_dir import safe_join
 
 
 def test_job_dir_paths_stay_inside_and_shared_files_are_rewritten_only_when_they_differ(tmp_path):
