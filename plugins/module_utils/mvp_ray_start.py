@@ -161,3 +161,25 @@ def node_settings(kind, options):
 def settings_text(settings):
     """The settings file's content for ``settings`` (str): JSON with sorted keys and a final newline."""
     return json.dumps(settings, sort_keys=True) + "\n"
+
+
+def start_notes(results, attempts):
+    """What the workers' starts of Ray have to say, one line per worker and fact (``ray_worker`` results).
+
+    :param results: list of ``[host, result]`` pairs, ``result`` a ``ray_worker`` module result (keys
+        ``reason``, ``attempts``, ``failed_attempts``); skipped or failed tasks' results are left out.
+    :param attempts: int, the starts allowed per worker (mvp_ray_start_attempts), shown as "of N".
+    :returns: list of str: "<host>: <reason>" where Ray was (re)started for another reason than
+        joining, and "<host> joined at attempt N of M; failed before: ..." where starts failed first.
+    """
+    notes = []
+    for host, result in results:
+        if not isinstance(result, dict) or "reason" not in result:
+            continue
+        if result["reason"] != "joined":
+            notes.append("%s: %s" % (host, result["reason"]))
+        failed = result.get("failed_attempts") or []
+        if failed:
+            notes.append("%s joined at attempt %s of %s; failed before: %s"
+                         % (host, result.get("attempts"), attempts, "; ".join(failed)))
+    return notes

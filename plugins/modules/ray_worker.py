@@ -63,8 +63,11 @@ options:
   settings:
     description:
       - With I(start=false), the settings to write into I(settings_path) first (mode 0600, atomically, only when
-        they differ; the filter P(mvp.ray.mvp_ray_node_settings#filter) builds them). They hold the secrets, so they are
-        C(no_log). Writing and waiting in one call lets the role pace the starts with C(throttle).
+        they differ; the filter P(mvp.ray.mvp_ray_node_settings#filter) builds them). Writing and waiting in one call
+        lets the role pace the starts with C(throttle).
+      - Without the secrets - I(secret) (as I(secret_env)) and I(more_secrets) are added to their C(env) here, so
+        only the secrets' values are masked in the output (were the whole settings C(no_log), every word in them
+        would be, C(start) included).
     type: dict
   status_path:
     description: With I(start=false), the status file the node's entrypoint keeps (JSON).
@@ -278,8 +281,13 @@ def wait_started(module):
         module.fail_json(msg="start=false needs settings_path and status_path")
     changed = False
     if params["settings"] is not None:
+        settings = dict(params["settings"])
+        env = dict(settings.get("env") or {})
+        secrets = dict(params["more_secrets"], **({params["secret_env"]: params["secret"]} if params["secret"] else {}))
+        env.update((str(name), str(value)) for name, value in secrets.items() if value is not None and str(value) != "")
+        settings["env"] = env
         try:
-            changed = write_text_if_changed(params["settings_path"], settings_text(params["settings"]), 0o600,
+            changed = write_text_if_changed(params["settings_path"], settings_text(settings), 0o600,
                                             module.check_mode)
         except OSError as exc:
             module.fail_json(msg="Cannot write the node settings %s: %s" % (params["settings_path"], exc))
@@ -332,7 +340,7 @@ def main():
             socket_ifname=dict(type="str", default=""),
             start=dict(type="bool", default=True),
             settings_path=dict(type="path"),
-            settings=dict(type="dict", no_log=True),
+            settings=dict(type="dict", no_log=False),
             status_path=dict(type="path"),
         ),
         supports_check_mode=True,

@@ -1,9 +1,12 @@
-"""Unit tests of module_utils mvp_ray_start: the ray start command lines, the node settings, Ray's reason."""
+"""Unit tests of module_utils mvp_ray_start: the ray start command lines, the node settings, Ray's reason,
+the workers' start notes (and their filter's input checks)."""
 import json
 
 import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.mvp.ray.plugins.filter.mvp_ray_start_filters import mvp_ray_start_notes
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
-    head_start_argv, head_start_env, node_settings, ray_reason, retry_pause, worker_start_argv)
+    head_start_argv, head_start_env, node_settings, ray_reason, retry_pause, start_notes, worker_start_argv)
 
 
 def test_head_argv_is_a_control_plane_only_head_with_the_given_ports():
@@ -76,3 +79,22 @@ def test_ray_reason_skips_the_raylets_state_dump_counters(tmp_path):
 def test_retry_pause_stays_within_one_delay_above_the_attempt():
     assert retry_pause(2, 5, rand=lambda: 0.0) == 10
     assert retry_pause(2, 5, rand=lambda: 0.999) < 15
+
+
+def test_start_notes_say_restarts_and_failed_attempts_and_leave_out_the_rest():
+    failed = ["attempt 1: Check failed: metrics_agent_port", "attempt 2: RPC error: Deadline Exceeded"]
+    results = [["w0", {"reason": "joined", "attempts": 1, "failed_attempts": []}],
+               ["w1", {"reason": "joined", "attempts": 3, "failed_attempts": failed}],
+               ["w2", {"reason": "its raylet belonged to another head", "attempts": 1, "failed_attempts": []}],
+               ["w3", {"skipped": True, "changed": False}]]
+    assert start_notes(results, 3) == [
+        "w1 joined at attempt 3 of 3; failed before: %s" % "; ".join(failed),
+        "w2: its raylet belonged to another head"]
+    assert start_notes(results[:1], 3) == []
+
+
+def test_start_notes_filter_refuses_another_shape():
+    with pytest.raises(AnsibleFilterError, match="list of \\[host, result\\] pairs"):
+        mvp_ray_start_notes({"w0": {}}, 3)
+    with pytest.raises(AnsibleFilterError, match="attempts must be a whole number"):
+        mvp_ray_start_notes([], "three")

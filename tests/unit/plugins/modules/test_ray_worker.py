@@ -121,19 +121,32 @@ def test_start_false_waits_for_the_status_of_the_current_settings(clock, run_mod
 def test_start_false_writes_new_settings_and_reports_changed_only_then(clock, run_module, tmp_path):
     import json
 
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import settings_text
     from ray_worker import main
 
     settings_path = tmp_path / "mvp_node.json"
     status = tmp_path / "mvp_node_status.json"
-    settings = {"argv": ["ray", "start"], "env": {"MVP_INTERNAL_TOKEN": "tok-secret-123"}}
-    args = {"ray": "/no/ray", "gcs_address": "10.0.0.1:6379", "start": False, "settings": settings,
-            "settings_path": str(settings_path), "status_path": str(status), "timeout": 5}
+    settings = {"argv": ["ray", "start"], "env": {"RAY_AUTH_MODE": "token"}}
+    secrets = {"secret": "tok-secret-123", "secret_env": "MVP_INTERNAL_TOKEN",
+               "more_secrets": {"WANDB_API_KEY": "wandb-key-456", "EMPTY": ""}}
+    args = dict(secrets, ray="/no/ray", gcs_address="10.0.0.1:6379", start=False, settings=settings,
+                settings_path=str(settings_path), status_path=str(status), timeout=5)
     result = run_module(main, args)
     # Written, but no entrypoint ran Ray from it: the wait fails at the timeout, naming the missing status.
     assert result["failed"] and "no status file" in result["msg"]
-    assert json.loads(settings_path.read_text()) == settings
-    assert "tok-secret-123" not in json.dumps(result)
+    # The secrets join the settings' env in the file (empty values left out), and never the result.
+    expected_env = dict(settings["env"], MVP_INTERNAL_TOKEN=secrets["secret"],
+                        WANDB_API_KEY=secrets["more_secrets"]["WANDB_API_KEY"])
+    assert json.loads(settings_path.read_text()) == dict(settings, env=expected_env)
+    assert secrets["secret"] not in json.dumps(result) and "wandb-key-456" not in json.dumps(result)
     sha = hashlib.sha256(settings_path.read_bytes()).hexdigest()
     status.write_text(json.dumps({"state": "running", "settings_sha256": sha, "node_ip": "10.0.0.2"}))
     result = run_module(main, args)
     assert result["changed"] is False and result["node_ip"] == "10.0.0.2"
+    # A new secret: new settings, and the reason is readable (only the secrets' values are masked).
+    new_text = settings_text(dict(settings, env=dict(expected_env, MVP_INTERNAL_TOKEN="tok-secret-789")))
+    status.write_text(json.dumps({"state": "running", "node_ip": "10.0.0.2",
+                                  "settings_sha256": hashlib.sha256(new_text.encode()).hexdigest()}))
+    result = run_module(main, dict(args, secret="tok-secret-789"))
+    assert result["changed"] is True and result["reason"] == "started from new settings"
+    assert settings_path.read_text() == new_text
