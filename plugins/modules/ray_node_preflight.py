@@ -23,6 +23,8 @@ description:
     I(expect_probes)).
   - With I(expect_probes), reads C(<probe_dir>/<name>) for every name and reports
     which ones are missing or hold another content (C(mismatched_probes)).
+  - With I(read_files), returns the content of each of those files as C(ansible.builtin.slurp) would
+    (the head reads the interconnect baseline and the latest measurement this way, in the same call).
   - Never fails on what it finds; the preflight role turns the facts into messages
     that name the inventory variable to fix. Fails only on bad module arguments.
   - Check mode reads but writes no probe.
@@ -60,6 +62,11 @@ options:
     description: Mapping probe name -> expected content to read back from I(probe_dir).
     type: dict
     default: {}
+  read_files:
+    description: Files to read and return in C(files) (small ones; a missing or unreadable file is no failure).
+    type: list
+    elements: path
+    default: []
   ports:
     description:
       - Mapping variable name -> TCP port that Ray needs on this node (the head's
@@ -141,6 +148,12 @@ ports_taken:
   description: Variable name -> C({port, owner}) for the I(ports) another program listens on.
   type: dict
   returned: always
+files:
+  description:
+    - Path from I(read_files) -> what C(ansible.builtin.slurp) returns for it (C(content) base64, C(encoding),
+      C(source)), or C({failed, msg}) when it is missing or cannot be read.
+  type: dict
+  returned: always
 mismatched_probes:
   description: Names from I(expect_probes) whose file is missing or holds another content.
   type: list
@@ -148,6 +161,7 @@ mismatched_probes:
   returned: always
 """
 
+import base64
 import os
 import subprocess
 
@@ -246,6 +260,17 @@ def foreign_ports(ports):
     return taken
 
 
+def read_file(path):
+    """Return ``path`` as ``ansible.builtin.slurp`` does (``content`` base64, ``encoding``, ``source``),
+    or ``{"failed": True, "msg": ...}`` when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        return {"failed": True, "msg": "cannot read %s: %s" % (path, exc.strerror or exc), "source": path}
+    return {"content": base64.b64encode(data).decode("ascii"), "encoding": "base64", "source": path}
+
+
 def write_probe(folder, name, content):
     """Write ``content`` and a newline to ``folder/name`` (atomically; the folder is created when missing)."""
     write_text_atomic(os.path.join(folder, name), content + "\n")
@@ -279,6 +304,7 @@ def main():
             probe=dict(type="str", no_log=False),
             expect_probes=dict(type="dict", default={}),
             ports=dict(type="dict", default={}),
+            read_files=dict(type="list", elements="path", default=[]),
         ),
         required_together=[("probe_name", "probe")],
         supports_check_mode=True,
@@ -293,7 +319,8 @@ def main():
                   versions="python %s, ray %s" % (python_version, ray_version), mismatched_probes=[],
                   ports_taken=foreign_ports(params["ports"]),
                   shm_bytes=fs_size("/dev/shm") if os.path.isdir("/dev/shm") else 0,
-                  free_bytes={name: fs_size(str(path), free=True) for name, path in params["disk_paths"].items()})
+                  free_bytes={name: fs_size(str(path), free=True) for name, path in params["disk_paths"].items()},
+                  files={path: read_file(path) for path in params["read_files"]})
     if params["count_gpus"]:
         result.update(read_gpus(describe))
     if params["probe_name"] and storage["writable"] and not result["ports_taken"] and not module.check_mode:

@@ -1,11 +1,15 @@
-"""Unit tests of ray_node_preflight's pure parts: the mount table, the shared-storage probes, foreign ports."""
+"""Unit tests of ray_node_preflight's pure parts: the mount table, the shared-storage probes, foreign ports,
+files read as slurp returns them (which the interconnect filter reads)."""
+import base64
+import json
 import os
 import socket
 
 import pytest
 
 from ray_head import port_taken
-from ray_node_preflight import foreign_ports, mismatched, mount_fstype, write_probe
+from ansible_collections.mvp.ray.plugins.filter.mvp_interconnect_filters import mvp_interconnect_check
+from ray_node_preflight import foreign_ports, mismatched, mount_fstype, read_file, write_probe
 
 
 MOUNTINFO = (
@@ -52,3 +56,16 @@ def test_a_port_held_by_a_foreign_program_is_reported_and_a_free_one_is_not():
         assert port_taken(busy) and not port_taken(free)
     finally:
         sock.close()
+
+
+def test_read_file_returns_what_slurp_would_and_a_missing_file_reads_as_not_there(tmp_path):
+    record = {"state": "measured", "sizes": []}
+    path = tmp_path / "interconnect_latest.json"
+    path.write_text(json.dumps(record))
+    found = read_file(str(path))
+    assert found == {"content": base64.b64encode(path.read_bytes()).decode(), "encoding": "base64",
+                     "source": str(path)}
+    missing = read_file(str(tmp_path / "interconnect_baseline.json"))
+    assert missing["failed"] and str(tmp_path / "interconnect_baseline.json") in missing["msg"]
+    # The interconnect filter takes both as it takes slurp's results: no baseline yet.
+    assert mvp_interconnect_check(found, missing)["state"] == mvp_interconnect_check(record, None)["state"]
