@@ -112,6 +112,19 @@ def retry_pause(attempt, delay, rand=random.random):
     return delay * attempt + delay * rand()
 
 
+def check_gcs_address(gcs_address):
+    """Refuse a worker's GCS address without a host (the head's address was not known yet).
+
+    :param gcs_address: str, ``host:port`` of the head's GCS.
+    :raises ValueError: naming ray_worker_head_ip and the fix, when the host part is empty.
+    """
+    host = str(gcs_address or "").rpartition(":")[0]
+    if not host:
+        raise ValueError("the head's address is unknown (gcs_address %r, ray_worker_head_ip is empty): the ray_head "
+                         "role sets it, so run the Ray head play first (playbooks/cluster.yml without --tags, or "
+                         "with the ray_head tag), or set ray_worker_head_ip" % (gcs_address,))
+
+
 def node_settings(kind, options):
     """The settings file a docker-host node container starts Ray from (read by ``mvp_ray_node.py``).
 
@@ -147,6 +160,7 @@ def node_settings(kind, options):
             if storage:
                 settings["makedirs"].append(storage)
         else:
+            check_gcs_address(options["gcs_address"])
             settings["argv"] = worker_start_argv(options["ray"], options["gcs_address"], options.get("resources") or {},
                                                  options.get("num_gpus") or 0, options.get("num_cpus") or "", "",
                                                  extra)

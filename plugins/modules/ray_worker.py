@@ -203,7 +203,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_net import head_networ
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import find_argv
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, sha256_file, write_text_if_changed
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
-    as_text, ray_reason, retry_pause, settings_text, worker_start_argv)
+    as_text, check_gcs_address, ray_reason, retry_pause, settings_text, worker_start_argv)
 
 
 def find_raylet():
@@ -346,6 +346,10 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    try:
+        check_gcs_address(params["gcs_address"])
+    except ValueError as exc:
+        module.fail_json(msg="%s." % exc)
     if not params["start"]:
         wait_started(module)
     raylet = find_raylet()

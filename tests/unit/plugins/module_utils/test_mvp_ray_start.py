@@ -6,7 +6,8 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.mvp.ray.plugins.filter.mvp_ray_start_filters import mvp_ray_start_notes
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
-    head_start_argv, head_start_env, node_settings, ray_reason, retry_pause, start_notes, worker_start_argv)
+    check_gcs_address, head_start_argv, head_start_env, node_settings, ray_reason, retry_pause, start_notes,
+    worker_start_argv)
 
 
 def test_head_argv_is_a_control_plane_only_head_with_the_given_ports():
@@ -98,3 +99,13 @@ def test_start_notes_filter_refuses_another_shape():
         mvp_ray_start_notes({"w0": {}}, 3)
     with pytest.raises(AnsibleFilterError, match="attempts must be a whole number"):
         mvp_ray_start_notes([], "three")
+
+
+@pytest.mark.parametrize("address", [":6379", "", None])
+def test_a_worker_without_the_heads_address_is_refused_naming_the_variable(address):
+    with pytest.raises(ValueError, match="ray_worker_head_ip is empty"):
+        check_gcs_address(address)
+    options = {"ray": "/r/ray", "gcs_address": address, "temp_dir": "/tmp/ray"}
+    with pytest.raises(ValueError, match="run the Ray head play first"):
+        node_settings("worker", options)
+    check_gcs_address("10.0.0.1:6379")  # a host: no error
