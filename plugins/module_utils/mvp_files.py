@@ -90,3 +90,14 @@ def sha256_file(path, missing=None):
             raise
         return missing
     return digest.hexdigest()
+
+
+def octal_mode(text):
+    """Permission bits from an octal mode string such as ``"0644"`` (int).
+
+    :raises ValueError: naming the text, when it is not octal.
+    """
+    try:
+        return int(str(text), 8)
+    except ValueError:
+        raise ValueError("%r is not an octal mode such as '0644'" % (text,))

@@ -112,6 +112,17 @@ def retry_pause(attempt, delay, rand=random.random):
     return delay * attempt + delay * rand()
 
 
+def clean_env(env):
+    """``env`` (dict) as the raylet gets it: names and values as str, ``None`` and empty values left out."""
+    return {str(k): str(v) for k, v in (env or {}).items() if v is not None and str(v) != ""}
+
+
+def secret_vars(secret, secret_env, more_secrets):
+    """The secrets handed to the raylet's environment, name -> value (:func:`clean_env`; ``secret``
+    as ``secret_env``, after ``more_secrets``)."""
+    return clean_env(dict(more_secrets or {}, **({secret_env: secret} if secret else {})))
+
+
 def check_gcs_address(gcs_address):
     """Refuse a worker's GCS address without a host (the head's address was not known yet).
 
@@ -146,7 +157,7 @@ def node_settings(kind, options):
     if kind not in ("head", "worker"):
         raise ValueError("kind must be head or worker, got %r" % (kind,))
     try:
-        env = {str(k): str(v) for k, v in (options.get("env") or {}).items() if v is not None and str(v) != ""}
+        env = clean_env(options.get("env"))
         settings = {"kind": kind, "temp_dir": str(options.get("temp_dir") or "/tmp/ray"), "makedirs": [],
                     "watch": ["gcs_server", "raylet"] if kind == "head" else ["raylet"],
                     "timeout": int(options.get("timeout") or 120), "attempts": max(1, int(options.get("attempts") or 1)),

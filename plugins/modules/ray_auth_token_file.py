@@ -56,7 +56,7 @@ import os
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_if_changed
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import octal_mode, write_text_if_changed
 
 TOKEN_MODE = 0o600
 
@@ -109,9 +109,9 @@ def main():
         module.fail_json(msg="token is empty: set mvp_ray_auth_token, or leave it empty to keep Ray's token "
                              "authentication off (the role then writes no file)")
     try:
-        dir_mode = int(params["dir_mode"], 8)
-    except ValueError:
-        module.fail_json(msg="dir_mode %r is not an octal mode such as '0777'" % params["dir_mode"])
+        dir_mode = octal_mode(params["dir_mode"])
+    except ValueError as exc:
+        module.fail_json(msg="dir_mode %s" % exc)
     try:
         changed, written = write_token(params["path"], params["token"], dir_mode, module.check_mode)
     except OSError as exc:

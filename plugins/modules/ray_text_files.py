@@ -64,15 +64,15 @@ import hashlib
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_if_changed
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import octal_mode, write_text_if_changed
 
 
 def octal(module, name):
-    """The module parameter ``name`` as an int mode; fails the module naming it when it is not octal."""
+    """The module parameter ``name`` as an int mode (``mvp_files.octal_mode``); fails the module naming it."""
     try:
-        return int(module.params[name], 8)
-    except ValueError:
-        module.fail_json(msg="%s %r is not an octal mode such as '0644'" % (name, module.params[name]))
+        return octal_mode(module.params[name])
+    except ValueError as exc:
+        module.fail_json(msg="%s %s" % (name, exc))
 
 
 def write_files(dest, files, mode, dir_mode, check_mode=False):

@@ -203,7 +203,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_net import head_networ
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import find_argv
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, sha256_file, write_text_if_changed
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
-    as_text, check_gcs_address, ray_reason, retry_pause, settings_text, worker_start_argv)
+    as_text, check_gcs_address, ray_reason, retry_pause, secret_vars, settings_text, worker_start_argv)
 
 
 def find_raylet():
@@ -282,10 +282,8 @@ def wait_started(module):
     changed = False
     if params["settings"] is not None:
         settings = dict(params["settings"])
-        env = dict(settings.get("env") or {})
-        secrets = dict(params["more_secrets"], **({params["secret_env"]: params["secret"]} if params["secret"] else {}))
-        env.update((str(name), str(value)) for name, value in secrets.items() if value is not None and str(value) != "")
-        settings["env"] = env
+        settings["env"] = dict(settings.get("env") or {},
+                               **secret_vars(params["secret"], params["secret_env"], params["more_secrets"]))
         try:
             changed = write_text_if_changed(params["settings_path"], settings_text(settings), 0o600,
                                             module.check_mode)
@@ -389,13 +387,9 @@ def main():
     with open(marker, "w", encoding="ascii") as handle:
         handle.write(wanted)
     env = dict(os.environ)
-    env.pop(params["secret_env"], None)
-    if params["secret"]:
-        env[params["secret_env"]] = params["secret"]
-    for name, value in sorted(params["more_secrets"].items()):
+    for name in [params["secret_env"]] + list(params["more_secrets"]):
         env.pop(name, None)
-        if value:
-            env[name] = str(value)
+    env.update(secret_vars(params["secret"], params["secret_env"], params["more_secrets"]))
     env.update(net_env)
     argv = worker_start_argv(params["ray"], params["gcs_address"], params["resources"], params["num_gpus"],
                              params["num_cpus"], node_ip_wanted, params["extra_args"])
