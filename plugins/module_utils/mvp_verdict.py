@@ -379,22 +379,45 @@ def judge_job_dir(job_dir, status, exit_code=None, message="", nodes=(), actors=
 
     Reads ``config/job_spec.json`` (a trainer has a ``hydra_config``; its ``reward_fn_path`` is
     user code; ``resume_from.step`` is where it continued), ``logs/driver.log``, the metrics file
-    the spec names (``metrics_file``) and ``logs/watchdog.json``.
+    the spec names (``metrics_file``) and ``logs/watchdog.json``. A spec that is missing, unreadable
+    or not a JSON object is named in the summary and as the first evidence (the job is then judged
+    as a trainer writing the default metrics file), so a verdict such as ``short_training`` points at it.
 
     :param job_dir: str, the job directory (``<shared_root>/jobs/<submission_id>``).
     :param status: str, Ray's status; the other parameters as :func:`classify`.
     :returns: dict, :func:`classify`'s record.
     """
-    spec = _read_json(os.path.join(job_dir, FILES["job_spec"])) or {}
+    spec, spec_problem = _read_spec(os.path.join(job_dir, FILES["job_spec"]))
     metrics = spec.get("metrics_file") or os.path.join(job_dir, FILES["metrics"])
     resumed = (spec.get("resume_from") or {}).get("step") or 0
-    return classify(status, exit_code=exit_code, message=message,
+    record = classify(status, exit_code=exit_code, message=message,
                     log_text=_read(os.path.join(job_dir, FILES["driver_log"])),
                     steps=read_metrics(_read(metrics)), resumed=resumed,
                     watchdog=_read_json(os.path.join(job_dir, FILES["watchdog"])),
                     nodes=nodes, actors=actors, start_ms=start_ms, end_ms=end_ms,
                     user_files=[spec["reward_fn_path"]] if spec.get("reward_fn_path") else [],
                     training=bool(spec.get("hydra_config")) if spec else True)
+    if spec_problem and record.get("verdict") != "running":
+        record["summary"] = "%s (%s %s: the default metrics file %s and a trainer were assumed)" % (
+            record["summary"], FILES["job_spec"], spec_problem, FILES["metrics"])
+        record["evidence"].insert(0, {"file": FILES["job_spec"], "text": spec_problem})
+    return record
+
+
+def _read_spec(path):
+    """(the job spec dict, '') from ``path``; ({}, why it cannot be used) when missing, unreadable or not an object."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError as exc:
+        return {}, "cannot be read (%s)" % (exc.strerror or exc)
+    try:
+        spec = json.loads(text)
+    except ValueError as exc:
+        return {}, "is not JSON (%s)" % exc
+    if not isinstance(spec, dict):
+        return {}, "is not a JSON object"
+    return spec, ""
 
 
 def one_line(record):

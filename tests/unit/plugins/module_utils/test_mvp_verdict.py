@@ -253,3 +253,31 @@ def test_bound_is_a_multiple_of_the_median_step_with_a_floor(durations, floor, f
                                         factor=factor)
     assert bound == max(floor, factor * median)
     assert "median" in how
+
+
+@pytest.mark.parametrize("content, why", [
+    (None, "cannot be read"), ("{not json", "is not JSON"), ("[1, 2]", "is not a JSON object")])
+def test_a_spec_that_cannot_be_used_is_named_in_the_summary_and_first_in_the_evidence(tmp_path, content, why):
+    (tmp_path / "config").mkdir()
+    (tmp_path / "logs").mkdir()
+    spec = tmp_path / "config" / "job_spec.json"
+    if content is not None:
+        spec.write_text(content)
+    (tmp_path / "logs" / "driver.log").write_text(lines("Total training steps: 4"))
+    record = mvp_verdict.judge_job_dir(str(tmp_path), "SUCCEEDED", exit_code=0)
+    name = os.path.relpath(str(spec), str(tmp_path))
+    assert record["cause"] == "short_training"  # no metrics file where the default says
+    assert "(%s %s" % (name, why) in record["summary"]
+    assert record["evidence"][0]["file"] == name and record["evidence"][0]["text"].startswith(why)
+    assert mvp_verdict.judge_job_dir(str(tmp_path), "RUNNING")["evidence"] == []
+
+
+def test_a_readable_spec_adds_nothing_to_the_verdict(tmp_path):
+    (tmp_path / "config").mkdir()
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "config" / "job_spec.json").write_text(json.dumps({"hydra_config": "sft_trainer"}))
+    (tmp_path / "logs" / "metrics.jsonl").write_text("".join('{"step": %d, "data": {}}\n' % s for s in (1, 2)))
+    (tmp_path / "logs" / "driver.log").write_text(lines("Total training steps: 2"))
+    record = mvp_verdict.judge_job_dir(str(tmp_path), "SUCCEEDED", exit_code=0)
+    assert record["verdict"] == "trained" and "job_spec" not in record["summary"]
+    assert all(e.get("file") != "config/job_spec.json" for e in record["evidence"])
