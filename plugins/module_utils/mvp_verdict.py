@@ -391,12 +391,12 @@ def judge_job_dir(job_dir, status, exit_code=None, message="", nodes=(), actors=
     metrics = spec.get("metrics_file") or os.path.join(job_dir, FILES["metrics"])
     resumed = (spec.get("resume_from") or {}).get("step") or 0
     record = classify(status, exit_code=exit_code, message=message,
-                    log_text=_read(os.path.join(job_dir, FILES["driver_log"])),
-                    steps=read_metrics(_read(metrics)), resumed=resumed,
-                    watchdog=_read_json(os.path.join(job_dir, FILES["watchdog"])),
-                    nodes=nodes, actors=actors, start_ms=start_ms, end_ms=end_ms,
-                    user_files=[spec["reward_fn_path"]] if spec.get("reward_fn_path") else [],
-                    training=bool(spec.get("hydra_config")) if spec else True)
+                      log_text=_read(os.path.join(job_dir, FILES["driver_log"])),
+                      steps=read_metrics(_read(metrics)), resumed=resumed,
+                      watchdog=_read_json(os.path.join(job_dir, FILES["watchdog"])),
+                      nodes=nodes, actors=actors, start_ms=start_ms, end_ms=end_ms,
+                      user_files=[spec["reward_fn_path"]] if spec.get("reward_fn_path") else [],
+                      training=bool(spec.get("hydra_config")) if spec else True)
     if spec_problem and record.get("verdict") != "running":
         record["summary"] = "%s (%s %s: the default metrics file %s and a trainer were assumed)" % (
             record["summary"], FILES["job_spec"], spec_problem, FILES["metrics"])
