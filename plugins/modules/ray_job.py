@@ -108,6 +108,28 @@ options:
         description: Octal mode of the folders (files get 0644).
         type: str
         default: "0775"
+  check:
+    description:
+      - With I(state=submitted) and I(job_dir), look at the job first, in the same call on the head (module_utils
+        C(mvp_submit_check.look); the options of M(mvp.ray.ray_submit_check) without I(submission_id) and
+        I(job_dir), taken from this call - C(paths), C(resource), C(probe), C(hydra), C(datasets),
+        C(verl_checks), C(room)), plus C(resolved_config_file), the path inside the job directory that gets
+        the trainer's composed config when it composed.
+      - With I(refuse), nothing is written or submitted when the look finds a problem.
+    type: dict
+  refuse:
+    description:
+      - With I(check), judge the look with C(mvp_spec.mvp_submit_problems) (the rules of the filter
+        P(mvp.ray.mvp_submit_problems#filter)) and fail with the first problem, before the job directory
+        is made - C(spec) (the job spec, dict), C(worker_resource) (str) and C(check_gpus) (bool).
+    type: dict
+  device_sharing:
+    description:
+      - With I(check), the submission to make instead when the look's probe finds that the snapshot's
+        trainer passes the driver's device on to its workers - C(spec), C(entrypoint), C(runtime_env) and
+        C(files) (the job directory's files) built for such a snapshot; they replace I(refuse.spec),
+        I(entrypoint), I(runtime_env) and I(job_dir.files).
+    type: dict
   debug_bundle:
     description:
       - With I(state=submitted), cluster snapshots started in a detached process once the job
@@ -198,6 +220,26 @@ EXAMPLES = r"""
     path: "{{ job.debug_bundle.record }}"
     timeout: "{{ job.debug_bundle.max_seconds + 30 }}"
 
+- name: Submit | Look at the job, refuse it on the first problem, else make its directory and submit
+  mvp.ray.ray_job:
+    submission_id: "{{ spec.submission_id }}"
+    address: "{{ mvp_ray_jobs_address }}"
+    entrypoint: "{{ spec.entrypoint }}"
+    runtime_env: "{{ spec.runtime_env }}"
+    entrypoint_resources: {worker_node: 1}
+    entrypoint_num_cpus: 1
+    check:
+      paths: {model: "{{ spec.model_path }}", mvp_marker.py: "{{ spec.code_path }}/mvp_marker.py"}
+      resource: worker_node
+      resolved_config_file: config/resolved_config.yaml
+    refuse: {spec: "{{ spec }}", worker_resource: worker_node, check_gpus: true}
+    job_dir:
+      path: "{{ spec.job_dir }}"
+      files:
+        config/job_spec.json: "{{ spec | to_nice_json }}"
+    wait: placed
+  register: job
+
 - name: Stop | Stop a running job
   mvp.ray.ray_job:
     submission_id: selftest-20261121-120000-1a2b3c
@@ -232,6 +274,28 @@ placement_dest:
   description: Path I(placement) was saved to.
   type: str
   returned: when written
+check:
+  description: What I(check) found (the return values of M(mvp.ray.ray_submit_check)).
+  type: dict
+  returned: when I(check) is set
+spec:
+  description: The job spec judged and submitted - I(refuse.spec), or I(device_sharing.spec) when the probe found it.
+  type: dict
+  returned: when I(refuse) is set
+problems:
+  description: Every problem I(refuse) found, in the order of C(mvp_spec.mvp_submit_problems) (empty when the job was submitted).
+  type: list
+  elements: str
+  returned: when I(refuse) is set and the job was not refused
+other_problems:
+  description: When I(refuse) refuses the job, the problems after the first one (the first is C(msg)).
+  type: list
+  elements: str
+  returned: when refused
+note:
+  description: What the look could not do that the user should know (verl's own start-up checks skipped, and why); '' otherwise.
+  type: str
+  returned: when I(check) is set
 job_dir_written:
   description: Absolute paths written into the new job directory (I(job_dir)), sorted.
   type: list
@@ -258,6 +322,8 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_dir import JobDirE
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, list_nodes, pending_message,
     placement, status_name)
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_spec import mvp_submit_problems
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_submit_check import SubmitCheckError, look, verl_skipped_note
 
 
 class RayJob(JobModule):
@@ -290,6 +356,40 @@ class RayJob(JobModule):
             self.params["submission_id"], status_name(job.get("status")), self.params["stop_timeout"]),
             job=job, changed=True)
 
+    def check_first(self):
+        """I(check): look at the job on the head, take the I(device_sharing) submission when the probe found it,
+        and with I(refuse) fail on the first problem before anything is written; return the result keys (dict).
+        """
+        params, module = self.params, self.module
+        if not params["check"]:
+            if params["refuse"] or params["device_sharing"]:
+                module.fail_json(msg="refuse and device_sharing go with check.")
+            return {}
+        if params["state"] != "submitted" or not params["job_dir"]:
+            module.fail_json(msg="check goes with state=submitted and job_dir (got state=%s)." % params["state"])
+        options = dict(params["check"], submission_id=params["submission_id"], job_dir=params["job_dir"]["path"])
+        try:
+            check = look(options, self.client, self.state_api, params["address"])
+        except SubmitCheckError as exc:
+            module.fail_json(msg=str(exc), changed=False)
+        result = {"check": check, "note": verl_skipped_note(check)}
+        spec = (params["refuse"] or {}).get("spec")
+        sharing = params["device_sharing"]
+        if sharing and check.get("probe_found"):
+            params.update(entrypoint=sharing["entrypoint"], runtime_env=sharing["runtime_env"])
+            params["job_dir"]["files"] = dict(sharing.get("files") or {})
+            spec = sharing["spec"]
+        if isinstance(check.get("resolved_config"), str) and params["check"].get("resolved_config_file"):
+            params["job_dir"]["files"][params["check"]["resolved_config_file"]] = check["resolved_config"]
+        if params["refuse"]:
+            refuse = params["refuse"]
+            problems = mvp_submit_problems(check, spec, refuse.get("worker_resource") or params["worker_resource"],
+                                           bool(refuse.get("check_gpus", True)))
+            result.update(spec=spec, problems=problems)
+            if problems:  # only the problems: the look itself would bury the message in the play's output
+                module.fail_json(msg=problems[0] + result["note"], changed=False, other_problems=problems[1:])
+        return result
+
     def prepare(self):
         """Create I(job_dir) and start I(debug_bundle) (state=submitted); return their result keys (dict).
 
@@ -317,9 +417,11 @@ class RayJob(JobModule):
     def run(self):
         """Apply the requested state and exit the module."""
         params, module = self.params, self.module
+        checked = self.check_first()
         prepared = self.prepare()
         job = self.info()
-        result = dict(prepared, changed=bool(prepared), existed=job is not None)
+        result = dict(checked, **prepared)
+        result.update(changed=bool(prepared), existed=job is not None)
         state = params["state"]
         if state == "submitted":
             if job is None:
@@ -386,6 +488,9 @@ def main():
                 mode=dict(type="str", default="0775"),
             )),
             debug_bundle=dict(type="dict", options=BUNDLE_OPTIONS),
+            check=dict(type="dict"),
+            refuse=dict(type="dict"),
+            device_sharing=dict(type="dict"),
         ),
         supports_check_mode=True,
     )

@@ -295,3 +295,77 @@ def test_fake_jobsubmissionclient_deleting_an_unknown_job_changes_nothing(fake_r
 
     assert result["changed"] is False and result["existed"] is False and result["job"] is None
     assert fake_ray.calls == []
+
+
+# ---- the look and the refusal in the submitting call (check, refuse, device_sharing) ----
+
+def minimal_spec(tmp_path, submission_id="job-1", entrypoint="python -u job.py"):
+    """The keys of a job spec the refusal rules read, for a script workload under ``tmp_path``."""
+    root = str(tmp_path)
+    return {"submission_id": submission_id, "shared_root": root, "job_dir": "%s/jobs/%s" % (root, submission_id),
+            "code_path": root + "/common/code/verl/v1", "tools_dir": root + "/common/code/mvp_tools",
+            "data_files": {}, "hydra_config": None, "needs_gpus": False, "checkpoints": None,
+            "trainer_overrides": {}, "entrypoint": entrypoint}
+
+
+def checked_submission(tmp_path, spec, **options):
+    (tmp_path / "jobs").mkdir(exist_ok=True)
+    return args(entrypoint=spec["entrypoint"], entrypoint_resources={"worker_node": 1}, wait="none",
+                job_dir={"path": spec["job_dir"], "files": {"config/job_spec.json": json.dumps(spec)}},
+                check={"paths": {"model": str(tmp_path)}, "resource": "worker_node"},
+                refuse={"spec": spec, "worker_resource": "worker_node", "check_gpus": False}, **options)
+
+
+def test_fake_jobsubmissionclient_a_taken_id_is_refused_by_the_look_before_the_job_dir_is_touched(
+        fake_ray, clock, run_module, tmp_path):
+    spec = minimal_spec(tmp_path)
+    options = checked_submission(tmp_path, spec)
+    fake_ray.add_job("job-1", "FAILED")
+    before = {str(p): p.stat().st_mtime for p in tmp_path.rglob("*")}
+
+    result = run_module(main, options)
+
+    assert result["failed"] and result["changed"] is False
+    assert result["msg"].startswith("submission_id '%s' is taken (Ray has a job with that id, status FAILED)"
+                                    % spec["submission_id"])
+    assert fake_ray.called("submit_job") == []
+    assert {str(p): p.stat().st_mtime for p in tmp_path.rglob("*")} == before
+
+
+def test_fake_jobsubmissionclient_no_alive_worker_is_refused_naming_the_resource(fake_ray, clock, run_module,
+                                                                                tmp_path, cluster_nodes):
+    fake_ray.nodes = [n for n in cluster_nodes if n["is_head_node"]]
+    spec = minimal_spec(tmp_path)
+
+    result = run_module(main, checked_submission(tmp_path, spec))
+
+    assert result["failed"] and "No ALIVE node carries 'worker_node'" in result["msg"]
+    assert result["other_problems"] == [] and not (tmp_path / "jobs" / "job-1").exists()
+
+
+@pytest.mark.parametrize("marker_in_snapshot", [True, False])
+def test_fake_jobsubmissionclient_the_device_sharing_submission_is_taken_only_when_the_probe_finds_it(
+        fake_ray, clock, run_module, tmp_path, marker_in_snapshot):
+    marker = "device_name=self.config.trainer.device"
+    probe = tmp_path / "trainer.py"
+    probe.write_text("x = 1\n" + (marker + "\n" if marker_in_snapshot else ""))
+    spec = minimal_spec(tmp_path, entrypoint="python -u job.py trainer.device=cpu")
+    sharing = dict(spec, entrypoint="python -u job.py")
+    options = checked_submission(tmp_path, spec, device_sharing={
+        "spec": sharing, "entrypoint": sharing["entrypoint"], "runtime_env": {"env_vars": {"A": "1"}},
+        "files": {"config/job_spec.json": json.dumps(sharing)}})
+    options["check"]["probe"] = {"path": str(probe), "marker": marker}
+
+    result = run_module(main, options)
+
+    chosen = sharing if marker_in_snapshot else spec
+    (asked,) = fake_ray.called("submit_job")
+    assert asked["entrypoint"] == chosen["entrypoint"]
+    assert result["spec"] == chosen and result["problems"] == [] and result["check"]["probe_found"] is marker_in_snapshot
+    assert json.loads((tmp_path / "jobs" / "job-1" / "config" / "job_spec.json").read_text()) == chosen
+    assert (asked.get("runtime_env") or None) == ({"env_vars": {"A": "1"}} if marker_in_snapshot else None)
+
+
+def test_fake_jobsubmissionclient_refuse_goes_with_check(fake_ray, clock, run_module, tmp_path):
+    result = run_module(main, args(entrypoint="x", refuse={"spec": {}}))
+    assert result["failed"] and result["msg"] == "refuse and device_sharing go with check."

@@ -4,7 +4,7 @@ parquet columns of the datasets; it changes nothing and fails only when Ray cann
 """
 import pytest
 
-from ansible_collections.mvp.ray.plugins.modules import ray_submit_check
+from ansible_collections.mvp.ray.plugins.module_utils import mvp_submit_check
 from ansible_collections.mvp.ray.plugins.modules.ray_submit_check import main
 
 ADDRESS = "http://127.0.0.1:8265"
@@ -109,13 +109,13 @@ def test_the_head_reads_columns_from_the_parquet_schema(tmp_path):
     pq.write_table(rl, str(tmp_path / "partial" / "train.parquet"))
     files = {"data.train_files": str(tmp_path / "sft" / "train.parquet"),
              "data.val_files": str(tmp_path / "sft" / "test.parquet")}
-    columns, prepared, skipped = ray_submit_check.dataset_columns({"dir": str(tmp_path), "files": files})
+    columns, prepared, skipped = mvp_submit_check.dataset_columns({"dir": str(tmp_path), "files": files})
     assert skipped is None
     assert columns == {"data.train_files": ["messages"], "data.val_files": ["messages"]}
     assert sorted(prepared) == ["rl", "sft"]  # "partial" lacks test.parquet
     assert prepared["rl"]["train.parquet"] == ["data_source", "prompt", "reward_model", "reward_model.style",
                                                "reward_model.ground_truth"]
-    missing, _, _ = ray_submit_check.dataset_columns({"dir": str(tmp_path), "files": {"x": str(tmp_path / "no")}})
+    missing, _, _ = mvp_submit_check.dataset_columns({"dir": str(tmp_path), "files": {"x": str(tmp_path / "no")}})
     assert missing == {"x": None}
 
 

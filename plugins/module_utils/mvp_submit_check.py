@@ -1,0 +1,220 @@
+# -*- coding: utf-8 -*-
+"""What a submission is checked against, read in one go on the head (the ray_submit_check and
+ray_job modules): the paths that are missing, the job directory, a Ray job with the same id, the
+ALIVE nodes, the snapshot's probe, the Hydra compose of the trainer overrides, the data files'
+parquet columns, verl's own start-up checks and the room for the checkpoints.
+
+:func:`look` returns the dict that ``mvp_spec.mvp_submit_problems`` judges.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
+    job_info_or_none, list_nodes, status_name, summarize)
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_retention import model_size
+
+
+class SubmitCheckError(Exception):
+    """The look could not be finished; ``result`` holds what was found so far (dict)."""
+
+    def __init__(self, message, result):
+        super(SubmitCheckError, self).__init__(message)
+        self.result = result
+
+
+# Results of verl's start-up checks per config, on the node (see mvp_verl_rules.start_snapshot_checks).
+CACHE_DIR = os.path.join(tempfile.gettempdir(), "mvp-verl-checks")
+
+
+def missing_paths(paths):
+    """Return {name: path} for the non-empty paths of ``paths`` that do not exist."""
+    return {name: path for name, path in sorted(paths.items()) if path and not os.path.lexists(str(path))}
+
+
+def probe_found(probe):
+    """Return True when ``probe["path"]`` is a readable file containing ``probe["marker"]`` (str)."""
+    if not probe:
+        return False
+    try:
+        with open(probe["path"], encoding="utf-8", errors="replace") as handle:
+            return probe["marker"] in handle.read()
+    except OSError:
+        return False
+
+
+def hydra_errors(hydra, composed_out=None):
+    """Compose ``hydra`` (config_dir, config_name, overrides) and return the problems (list of str).
+
+    ``composed_out`` (dict) receives ``yaml``, the composed config, when the overrides compose.
+
+    :raises SubmitCheckError: when hydra-core or omegaconf cannot be imported on the head.
+    """
+    if not hydra:
+        return []
+    config = os.path.join(hydra["config_dir"], hydra["config_name"] + ".yaml")
+    if not os.path.isfile(config):
+        return ["%s does not exist: the code snapshot has no such trainer config" % config]
+    try:
+        from ansible_collections.mvp.ray.plugins.module_utils.mvp_hydra import validate_overrides
+        return validate_overrides(hydra["config_dir"], hydra["config_name"], list(hydra.get("overrides") or []),
+                                  composed_out=composed_out)
+    except ImportError as exc:
+        raise SubmitCheckError("hydra-core/omegaconf missing on the head (%s)" % exc, {})
+
+
+def _column_names(schema):
+    """Column names of a pyarrow schema, plus ``a.b`` for each field ``b`` of a struct column ``a``."""
+    names = []
+    for field in schema:
+        names.append(field.name)
+        if hasattr(field.type, "num_fields") and field.type.__class__.__name__ == "StructType":
+            names.extend("%s.%s" % (field.name, field.type.field(i).name) for i in range(field.type.num_fields))
+    return names
+
+
+def dataset_columns(datasets):
+    """Read the columns of ``datasets["files"]`` and of the same file names in each folder of ``datasets["dir"]``.
+
+    :returns: tuple (columns: name -> list or None, prepared: folder -> {basename -> list}, skipped: str or None).
+    """
+    if not datasets:
+        return {}, {}, None
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        return {}, {}, "pyarrow is not importable on the head (%s)" % exc
+
+    def columns(path):
+        try:
+            return _column_names(pq.read_schema(path))
+        except Exception:  # missing, unreadable or not parquet: the existence check reports it
+            return None
+
+    files = datasets.get("files") or {}
+    found = {name: columns(path) for name, path in sorted(files.items())}
+    prepared = {}
+    root = datasets.get("dir")
+    bases = sorted({os.path.basename(path) for path in files.values()})
+    if root and os.path.isdir(root):
+        for folder in sorted(os.listdir(root)):
+            paths = [os.path.join(root, folder, base) for base in bases]
+            if all(os.path.isfile(path) for path in paths):
+                prepared[folder] = {base: columns(path) for base, path in zip(bases, paths)}
+    return found, prepared, None
+
+
+def storage_room(room):
+    """The model's size and the shared storage's free bytes, for the checkpoint room check (or None).
+
+    :param room: dict ``{model_path, shared_root}`` or None.
+    :returns: dict ``{params, source, files_bytes, free_bytes, total_bytes, path}``; ``params`` None when
+        the model is missing or unreadable (the missing model is reported on its own), ``free_bytes`` None
+        when the file system cannot be read.
+    """
+    if not room:
+        return None
+    result = {"params": None, "source": "no model", "files_bytes": 0}
+    if room.get("model_path") and os.path.isdir(room["model_path"]):
+        result = model_size(room["model_path"])
+    root = room["shared_root"]
+    path = os.path.join(root, "jobs") if os.path.isdir(os.path.join(root, "jobs")) else root
+    try:
+        stat = os.statvfs(path)
+        free, total = stat.f_bavail * stat.f_frsize, stat.f_blocks * stat.f_frsize
+    except OSError:
+        free = total = None
+    return dict(result, free_bytes=free, total_bytes=total, path=path)
+
+
+def start_verl_check(hydra, verl_checks, job_dir, submission_id):
+    """Start the snapshot's start-up checks (a subprocess) so they run while the rest is looked at.
+
+    :returns: a handle for :func:`finish_verl_check`, or None without I(hydra) or I(verl_checks).
+    """
+    if not hydra or not verl_checks:
+        return None
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_verl_rules import start_snapshot_checks
+
+    config_dir, name = hydra["config_dir"], hydra["config_name"]
+    if not os.path.isfile(os.path.join(config_dir, name + ".yaml")):
+        return {"result": {"errors": [], "skipped": "no trainer config %s.yaml" % name, "seconds": {}}, "proc": None,
+                "start": time.time(), "cache": None}
+    return start_snapshot_checks(verl_checks.get("python") or sys.executable, verl_checks["snapshot"], config_dir,
+                                 name, list(hydra.get("overrides") or []), int(verl_checks.get("timeout") or 180),
+                                 cache_dir=verl_checks.get("cache_dir", CACHE_DIR), job_dir=job_dir,
+                                 submission_id=submission_id)
+
+
+def finish_verl_check(handle, hydra):
+    """Wait for the snapshot's checks, run the mirrored trainer checks; return (errors, report)."""
+    if handle is None:
+        return [], None
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_verl_rules import (
+        composed_problems, finish_snapshot_checks, save_snapshot_checks)
+
+    mirrored = (handle.get("result") or {}).get("mirrored")  # kept with a cached result
+    seconds = None
+    if mirrored is None:  # composed here while the snapshot's checks still run
+        start = time.time()
+        mirrored = composed_problems(hydra["config_dir"], hydra["config_name"], list(hydra.get("overrides") or []))
+        seconds = round(time.time() - start, 2)
+    report = finish_snapshot_checks(handle)
+    report["mirrored"] = mirrored
+    if seconds is not None:
+        report.setdefault("seconds", {})["mirrored"] = seconds
+    save_snapshot_checks(handle, report)
+    return list(report.pop("errors", [])) + list(report.pop("mirrored")), report
+
+
+def look(options, client, state, address):
+    """Everything a submission is checked against, in one go (the ray_submit_check module's options).
+
+    :param options: dict with ``submission_id``, ``job_dir``, ``paths`` (name -> path), ``resource``, and
+        optionally ``probe``, ``hydra``, ``datasets``, ``verl_checks``, ``room`` (see ray_submit_check).
+    :param client: mvp_ray_rest.JobsClient; state: mvp_ray_rest.StateClient; address: str, the dashboard URL.
+    :returns: dict with ``missing``, ``job_dir_exists``, ``probe_found``, ``hydra_errors``,
+        ``resolved_config``, ``dataset_columns``, ``prepared_datasets``, ``dataset_schema_skipped``, ``room``,
+        ``summary``, ``existing_job``, ``verl_errors``, ``verl_check``.
+    :raises SubmitCheckError: naming the address when Ray's nodes or the job cannot be read, or when
+        hydra cannot be imported (``result``: what was found before).
+    """
+    composed = {}
+    result = dict(missing=missing_paths(options.get("paths") or {}),
+                  job_dir_exists=os.path.lexists(options["job_dir"]),
+                  probe_found=probe_found(options.get("probe")),
+                  hydra_errors=hydra_errors(options.get("hydra"), composed))
+    result["resolved_config"] = composed.get("yaml")
+    # verl's own checks only on overrides that compose (else hydra_errors already names the key);
+    # they run in a subprocess while the datasets and Ray are looked at.
+    hydra = options.get("hydra") if not result["hydra_errors"] else None
+    verl = start_verl_check(hydra, options.get("verl_checks"), options["job_dir"], options["submission_id"])
+    columns, prepared, skipped = dataset_columns(options.get("datasets"))
+    result.update(dataset_columns=columns, prepared_datasets=prepared, dataset_schema_skipped=skipped)
+    result["room"] = storage_room(options.get("room"))
+    try:
+        nodes = list_nodes(state, address, timeout=10)
+    except Exception as exc:  # Ray raises several types for an unreachable dashboard
+        raise SubmitCheckError("Cannot list Ray nodes at %s: %s. Is the cluster up (site.yml)?" % (address, exc),
+                               result)
+    result["summary"] = summarize(nodes, options.get("resource") or "worker_node")
+    try:
+        details = job_info_or_none(client, options["submission_id"])
+    except (RuntimeError, OSError) as exc:
+        raise SubmitCheckError("Cannot read Ray job %s at %s: %s" % (options["submission_id"], address, exc), result)
+    result["existing_job"] = status_name(details.get("status")) if details is not None else None
+    errors, report = finish_verl_check(verl, hydra)
+    result.update(verl_errors=errors, verl_check=report)
+    return result
+
+
+def verl_skipped_note(check):
+    """`` verl's own start-up checks did not run: <why>`` when they were skipped on the head, else ''."""
+    report = check.get("verl_check")
+    if isinstance(report, dict) and isinstance(report.get("skipped"), str):
+        return " verl's own start-up checks did not run: " + report["skipped"]
+    return ""
