@@ -335,7 +335,7 @@ def case_concurrent_submits(case):
     for number, run in enumerate(runs, 1):
         case.keep(run, "submit.yml #%d" % number)
         case.check(run.rc == 0, "submit.yml #%d rc=%s" % (number, run.rc))
-        found = re.findall(r"submission_id: (\S+?)\s+workload: selftest", run.text)
+        found = re.findall(r"Driver of (\S+)\s+\(workload\s+selftest\)\s+placed", run.text)
         case.check(len(set(found)) == 1,
                    "submit.yml #%d names %s submission ids" % (number, sorted(set(found)) or "no"))
         ids.append(found[0] if found else None)
