@@ -207,7 +207,10 @@ def check_continued(case, run, attempts, facts, expected_base):
 def case_killed_driver_worker_corrupt(case):
     """The driver's worker dies and the newest checkpoint lost a shard: the one before is used, and said."""
     base = baseline(case)
-    run, attempts, facts = run_with_kills(case, "drv", 1, ["driver"], corrupt=True)
+    # Three checkpoints kept: a kill that lands while step 6 is being saved finds 2 and 4 (verl
+    # drops the oldest of two kept before the new one is complete), so one is left after 4 is corrupted.
+    run, attempts, facts = run_with_kills(case, "drv", 1, ["driver"], corrupt=True,
+                                          overrides=dict(OVERRIDES, **{"trainer.max_ckpt_to_keep": 3}))
     check_continued(case, run, attempts, facts, base)
     if len(attempts) > 1:
         spec = read_json(os.path.join(attempts[1].dir, "config", "job_spec.json")) or {}
