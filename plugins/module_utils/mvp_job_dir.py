@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import differs, write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import differs, octal_mode, write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import SUBDIRS
 
 
@@ -47,7 +47,7 @@ def create_job_dir(job_dir, files=None, subdirs=SUBDIRS, mode="0775", shared_fil
         ``mode`` is not octal.
     """
     try:
-        octal = int(mode, 8)
+        octal = octal_mode(mode)
         folders = [safe_join(job_dir, d) for d in subdirs]
         texts = {safe_join(job_dir, rel): str(text) for rel, text in (files or {}).items()}
     except ValueError as exc:

@@ -112,16 +112,17 @@ options:
     description:
       - With I(state=submitted) and I(job_dir), look at the job first, in the same call on the head (module_utils
         C(mvp_submit_check.look); the options of M(mvp.ray.ray_submit_check) without I(submission_id) and
-        I(job_dir), taken from this call - C(paths), C(resource), C(probe), C(hydra), C(datasets),
-        C(verl_checks), C(room)), plus C(resolved_config_file), the path inside the job directory that gets
-        the trainer's composed config when it composed.
+        I(job_dir), taken from this call - C(paths), C(resource) (default I(worker_resource)), C(probe),
+        C(hydra), C(datasets), C(verl_checks), C(room)), plus C(resolved_config_file), the path inside the
+        job directory that gets the trainer's composed config when it composed.
       - With I(refuse), nothing is written or submitted when the look finds a problem.
     type: dict
   refuse:
     description:
       - With I(check), judge the look with C(mvp_spec.mvp_submit_problems) (the rules of the filter
         P(mvp.ray.mvp_submit_problems#filter)) and fail with the first problem, before the job directory
-        is made - C(spec) (the job spec, dict), C(worker_resource) (str) and C(check_gpus) (bool).
+        is made - C(spec) (the job spec, dict), C(worker_resource) (str, default I(worker_resource)) and
+        C(check_gpus) (bool).
     type: dict
   device_sharing:
     description:
@@ -230,9 +231,8 @@ EXAMPLES = r"""
     entrypoint_num_cpus: 1
     check:
       paths: {model: "{{ spec.model_path }}", mvp_marker.py: "{{ spec.code_path }}/mvp_marker.py"}
-      resource: worker_node
       resolved_config_file: config/resolved_config.yaml
-    refuse: {spec: "{{ spec }}", worker_resource: worker_node, check_gpus: true}
+    refuse: {spec: "{{ spec }}", check_gpus: true}
     job_dir:
       path: "{{ spec.job_dir }}"
       files:
@@ -368,6 +368,7 @@ class RayJob(JobModule):
         if params["state"] != "submitted" or not params["job_dir"]:
             module.fail_json(msg="check goes with state=submitted and job_dir (got state=%s)." % params["state"])
         options = dict(params["check"], submission_id=params["submission_id"], job_dir=params["job_dir"]["path"])
+        options.setdefault("resource", params["worker_resource"])
         try:
             check = look(options, self.client, self.state_api, params["address"])
         except SubmitCheckError as exc:

@@ -51,6 +51,7 @@ created:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import octal_mode
 
 
 def plan(root, dirs):
@@ -85,7 +86,7 @@ def main():
     if not os.path.isdir(root):
         module.fail_json(msg="%s (mvp_shared_root) is not a folder: mount the shared storage there." % root)
     try:
-        mode = int(module.params["mode"], 8)
+        mode = octal_mode(module.params["mode"])
         missing, in_the_way = plan(root, module.params["dirs"])
     except ValueError as exc:
         module.fail_json(msg="Bad mvp_shared_dirs entry or mode: %s" % exc)
