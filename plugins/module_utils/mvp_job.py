@@ -41,6 +41,7 @@ FILES = {
     "metrics": "logs/metrics.jsonl",             # verl's file logger: {"step": N, "data": {...}} per line
     "hydra": "logs/hydra",                       # Hydra's output (.hydra/config.yaml, the trainer's log)
     "watchdog": "logs/watchdog.json",            # the progress watchdog's record of a hang
+    "queue": "logs/queue.json",                  # the job's place in the cluster's queue (mvp_gate.py)
     "verdict": "logs/verdict.json",              # the entrypoint's verdict (mvp_verdict.classify)
     "workers_logs": "logs/workers",              # stderr tails of the job's actors, per node IP
     "interconnect": "logs/interconnect.json",    # the selftest's all-reduce bus bandwidth per size and node pair

@@ -24,6 +24,7 @@ import shlex
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import (
     FILES, SUBMISSION_ID_RE, is_submission_id, job_dir as make_job_dir, job_paths)
+from ansible_collections.mvp.ray.plugins.module_utils import mvp_queue
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_retention import (
     DEFAULT_KEEP, RetentionError, keep_setting, retention, room_problem)
 
@@ -767,7 +768,12 @@ def mvp_job_spec(request, catalog, defaults):
     watchdog = _watchdog(defaults.get("watchdog")) if entry.get("module") else None
     metrics = (posixpath.join(job_dir, METRICS_FILE)
                if entry.get("module") and "file" in _as_list(overrides.get("trainer.logger")) else None)
-    entrypoint = _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, metrics, watchdog)
+    shape = _job_shape(entry, overrides, merged["field_of"])
+    entrypoint = _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, metrics, watchdog, shape)
+    if shape["pools"]:
+        notes.append("queued by its whole shape, %s (%s): the trainer starts when it fits what is free and every "
+                     "job submitted before it has started (mvp_gate.py: MVP_GATE_WAIT/MVP_GATE_GO in the driver log, "
+                     "logs/queue.json; status.yml shows the queue)" % (mvp_queue.describe(shape), shape["rule"]))
     lock = cluster_lock(entry, overrides)
     if lock:
         notes.append("cluster lock %s: %s runs after any earlier job holding it (still PENDING or RUNNING) has "
@@ -794,6 +800,7 @@ def mvp_job_spec(request, catalog, defaults):
         "reward_fn_path": reward,
         "entrypoint": entrypoint,
         "cluster_lock": lock,
+        "shape": shape,
         "runtime_env": dict(ray["runtime_env"], env_vars=env_vars),
         "entrypoint_resources": ray["entrypoint_resources"],
         "entrypoint_num_cpus": ray["entrypoint_num_cpus"],
@@ -1025,7 +1032,7 @@ def _check_wandb(overrides, field_of, defaults):
               "never the job's files), or drop wandb from trainer.logger (console and file work offline)")
 
 
-def _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, metrics, watchdog):
+def _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, metrics, watchdog, shape):
     """The job's entrypoint: mvp_entry.py (driver log, watchdog) running the trainer or the project's script.
 
     :returns: str, one shell-quoted command line.
@@ -1042,18 +1049,65 @@ def _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, m
             program += ["--data", "%s=%s" % (key, data[key])]
     gate = []
     lock = cluster_lock(entry, overrides)
-    if lock:
-        gate = [python, "-u", posixpath.join(tools, GATE_TOOL), "--lock", lock,
-                "--log", job_paths(job_dir)["driver_log"],
-                "--dashboard-port", str(defaults.get("dashboard_port") or 8265), "--"]
+    if shape["pools"] or lock:
+        queue = _queue_settings(defaults.get("queue"))
+        gate = ([python, "-u", posixpath.join(tools, GATE_TOOL)] + mvp_queue.pool_options(shape)
+                + (["--lock", lock] if lock else [])
+                + ["--log", job_paths(job_dir)["driver_log"],
+                   "--dashboard-port", str(defaults.get("dashboard_port") or 8265),
+                   "--worker-resource", defaults["worker_resource"],
+                   "--poll", "%g" % queue["poll_s"], "--max-wait", "%g" % queue["max_wait_s"],
+                   "--unfit-wait", "%g" % queue["unfit_wait_s"], "--"])
     return " ".join(shlex.quote(p) for p in
                     gate + [python, "-u", posixpath.join(tools, "mvp_entry.py"),
                             "--log", job_paths(job_dir)["driver_log"]]
                     + _entry_options(entry, metrics, watchdog, defaults) + ["--"] + program)
 
 
-GATE_TOOL = "mvp_gate.py"
-"""The job tool that holds a job back while an earlier job with the same cluster lock runs."""
+GATE_TOOL = mvp_queue.GATE_TOOL
+"""The job tool that queues a job: its trainer starts when its shape fits and no earlier job waits."""
+# The queue's settings when the inventory gives none (mvp_queue_*: seconds between two looks, the
+# longest wait of any job, the longest wait while the ALIVE workers cannot hold the shape; 0: none).
+QUEUE_DEFAULTS = {"poll_s": 2.0, "max_wait_s": 0.0, "unfit_wait_s": 900.0}
+
+
+def _queue_settings(given):
+    """The queue's settings (``defaults['queue']``, from ``mvp_queue_*``) over QUEUE_DEFAULTS.
+
+    :returns: dict of three floats >= 0 (``poll_s`` > 0).
+    :raises JobSpecError: naming the setting whose value is not a number >= 0.
+    """
+    out = dict(QUEUE_DEFAULTS)
+    for key, value in (given or {}).items():
+        if key not in out:
+            _fail("mvp_queue.%s" % key, "is not a queue setting", "use %s" % ", ".join(sorted(out)))
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = -1.0
+        if number < 0 or (key == "poll_s" and number == 0) or isinstance(value, bool):
+            _fail("mvp_queue.%s" % key, "%r is not a number of seconds >= 0%s" % (
+                value, " (> 0)" if key == "poll_s" else ""), "set it in 00-mvp-jobs.yml (0: no bound)")
+        out[key] = number
+    return out
+
+
+def _job_shape(entry, overrides, field_of):
+    """The job's shape (mvp_queue.job_shape): the resource pools verl will ask Ray for, and the rule.
+
+    :returns: dict with ``pools`` (empty for a script: it reserves nothing and is never queued).
+    :raises JobSpecError: naming the key whose value is not a whole number >= 0.
+    """
+    try:
+        shape = mvp_queue.job_shape(entry.get("module"), overrides)
+    except ValueError as exc:
+        key = str(exc).split(" ", 1)[0]
+        _fail(field_of(key), str(exc), "give a whole number, e.g. trainer.nnodes: 2, trainer.n_gpus_per_node: 8")
+    if shape is None:
+        return {"pools": [], "gpus": 0, "cpus": 0, "keys": [],
+                "rule": "%s: a script that reserves no GPU and no placement group; never queued"
+                        % (entry.get("script") or entry.get("module") or "the entrypoint")}
+    return shape
 
 
 def cluster_lock(entry, overrides):
@@ -1103,7 +1157,8 @@ def _gpus(entry, overrides, explicit, notes):
     """
     needs_gpus = bool(entry.get("needs_gpus"))
     if needs_gpus and overrides.get("trainer.device") == "cpu" and "trainer.device" in explicit:
-        notes.append("trainer.device=cpu: the job trains on CPUs, so the GPU count is not checked")
+        notes.append("trainer.device=cpu: the job trains on CPUs; its shape still counts the logical GPUs verl's "
+                     "bundles ask for (the CPU platform names GPU when the workers advertise them)")
         return False, 0
     if not needs_gpus:
         return False, 0
@@ -1146,31 +1201,34 @@ def mvp_is_submission_id(value):
 
 
 def mvp_gpu_shape_problem(spec, workers):
-    """Say why no placement can give a GPU job its shape, or return "" when one can.
+    """Say why the ALIVE workers can never hold the job's shape, or return "" when they can.
 
-    verl asks for ``trainer.nnodes`` groups of ``trainer.n_gpus_per_node`` GPUs, each on one
-    node (STRICT_PACK placement groups): the job needs ``nnodes`` workers that each offer at
-    least ``n_gpus_per_node`` GPUs, not only enough GPUs in total (else its groups stay
-    PENDING forever, verl issues 2596 and 1182).
+    verl asks Ray for each resource pool as one STRICT_PACK placement group per node entry
+    (``trainer.nnodes`` groups of ``trainer.n_gpus_per_node`` bundles ``{CPU: k, GPU: 1}``, and the
+    reward or teacher pool when enabled): every group must fit ONE worker, not only the GPUs in
+    total (else some groups are placed, reserve their GPUs, and the rest stay PENDING forever,
+    holding the GPUs every later job needs; verl issues 2596 and 1182). The shape is the spec's
+    ``shape`` (mvp_queue.job_shape); CPU-device runs count the logical GPUs their bundles ask for
+    too, unless no worker advertises any GPU (the verl CPU platform then asks for CPUs only).
 
-    :param spec: dict from mvp_job_spec (``needs_gpus``, ``trainer_overrides``).
-    :param workers: list of ALIVE worker node dicts (``node_ip``, ``resources_total`` with
-        ``GPU``), as ``ray_submit_check`` returns them in ``summary.alive_workers``.
-    :returns: str, empty when the shape fits or the job needs no GPUs; else the message,
-        naming the two settings and each worker's GPU count.
+    :param spec: dict from mvp_job_spec (``shape``, ``trainer_overrides``).
+    :param workers: list of ALIVE worker node dicts (``node_ip``, ``resources_total`` with ``GPU``
+        and ``CPU``), as the submitting call's look returns them in ``summary.alive_workers``.
+    :returns: str, empty when the shape fits or reserves nothing; else the message, naming the
+        shape, each worker's resources and the keys to change.
     """
-    if not spec.get("needs_gpus"):
+    shape = spec.get("shape") or {}
+    if not shape.get("pools"):
         return ""
-    nodes, per_node = _shape(spec.get("trainer_overrides") or {})
-    counts = [(w.get("node_ip"), (w.get("resources_total") or {}).get("GPU", 0)) for w in workers]
-    fitting = [ip for ip, gpus in counts if gpus >= per_node]
-    if len(fitting) >= nodes:
+    totals = {}
+    for worker in workers or []:
+        res = worker.get("resources_total") or {}
+        totals[worker.get("node_ip") or worker.get("node_id") or "?"] = {
+            "GPU": float(res.get("GPU", 0)), "CPU": float(res.get("CPU", 0))}
+    cpu_device = str((spec.get("trainer_overrides") or {}).get("trainer.device", "")).lower() == "cpu"
+    if cpu_device and totals and not any(res["GPU"] for res in totals.values()):
         return ""
-    return ("trainer.nnodes=%d x trainer.n_gpus_per_node=%d needs %d workers with %d GPUs each, but only %d "
-            "of the ALIVE workers offer that (GPUs per worker: %s); verl's per-node groups would stay PENDING. "
-            "Lower trainer_overrides trainer.nnodes or trainer.n_gpus_per_node to fit the workers"
-            % (nodes, per_node, nodes, per_node, len(fitting),
-               ", ".join("%s %g" % (ip, gpus) for ip, gpus in counts) or "none"))
+    return mvp_queue.shape_problem(shape, totals)
 
 
 def _dataset_problem(check, spec):
@@ -1271,14 +1329,14 @@ def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
     if taken:
         problems.append("submission_id '%s' is taken (%s). Job directories are never reused: choose another "
                         "submission_id or omit it to get a fresh one." % (spec["submission_id"], "; ".join(taken)))
-    if check_gpus and spec.get("needs_gpus"):
+    if check_gpus and (spec.get("shape") or {}).get("pools"):
         total = summary.get("total_gpus") or 0
-        if spec.get("gpus_requested", 0) > total:
+        if spec.get("needs_gpus") and spec.get("gpus_requested", 0) > total:
             problems.append("trainer.nnodes * trainer.n_gpus_per_node = %s GPUs, but Ray reports %d. Lower "
                             "trainer_overrides trainer.nnodes / trainer.n_gpus_per_node, or set "
                             "submit_job_check_gpus=false to submit anyway."
                             % (spec.get("gpus_requested"), int(total)))
-        else:
+        elif summary.get("alive_workers"):
             shape = mvp_gpu_shape_problem(spec, summary.get("alive_workers") or [])
             if shape:
                 problems.append(shape)

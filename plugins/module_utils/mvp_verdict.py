@@ -20,8 +20,12 @@ Inputs come from where Ray and verl put them, never from guesses:
 * the watchdog's record (``logs/watchdog.json``).
 
 Causes (the fixed vocabulary, ``CAUSES``): ``node_lost``, ``host_oom``, ``device_oom``,
-``collective`` (NCCL/Gloo timeout or abort), ``hang`` (the watchdog), ``config_rejected``
-(before the first step), ``user_code`` (the reward function), ``stopped`` (by a person),
+``collective`` (NCCL/Gloo timeout or abort), ``hang`` (the watchdog), ``busy`` (the resources the
+queue admitted the job to were taken before verl reserved them: verl's resource check refused,
+naming the jobs that held them; the configuration is fine), ``queue_timeout`` (the job waited in the
+cluster's queue longer than allowed and never started), ``config_rejected``
+(before the first step), ``user_code`` (the reward function), ``stopped`` (by a person; "never
+started" when it was stopped while queued),
 ``short_training`` (SUCCEEDED with fewer steps than verl planned), ``no_progress`` (a resumed
 job whose first step is not the checkpoint's step + 1, or that logged none: "resumed without
 progress"), ``unknown``. ``RETRYABLE_CAUSES`` are the ones an automatic restart may follow.
@@ -38,11 +42,18 @@ try:
 except ImportError:  # the job tools' copy: verl_snapshot installs mvp_job.py beside this file
     from mvp_job import FILES  # pylint: disable=import-error
 
-CAUSES = ("node_lost", "host_oom", "device_oom", "collective", "hang", "config_rejected", "user_code",
-          "stopped", "short_training", "no_progress", "unknown")
+CAUSES = ("node_lost", "host_oom", "device_oom", "collective", "hang", "busy", "queue_timeout", "config_rejected",
+          "user_code", "stopped", "short_training", "no_progress", "unknown")
 # Causes a run may be restarted for (from its newest complete checkpoint): the cluster or the
 # machine failed, not the job's configuration or code (submit_job's max_restarts).
-RETRYABLE_CAUSES = ("node_lost", "host_oom", "collective", "hang")
+RETRYABLE_CAUSES = ("node_lost", "host_oom", "collective", "hang", "busy")
+# verl's refusal of a cluster whose free GPUs are fewer than its resource pools ask
+# (ResourcePoolManager._check_resource_available, verl/single_controller/ray/base.py): the
+# resources were taken, not misconfigured.
+BUSY_RE = re.compile(r"Total available GPUs \S+ is less than total desired GPUs \S+")
+# The gate's own lines (mvp_gate.py): stopped or timed out while queued - the program never started.
+GATE_STOPPED_RE = re.compile(r"^MVP_GATE_STOPPED=")
+GATE_TIMEOUT_RE = re.compile(r"^MVP_GATE_TIMEOUT=(.*)")
 # The step count verl plans: RayPPOTrainer prints "Total training steps: N" once its data loaders
 # exist (verl/trainer/ppo/ray_trainer.py); the FSDP engine of an SFT run prints "Total steps: N,
 # num_warmup_steps: W" when it builds the LR scheduler (verl/workers/engine/fsdp/transformer_impl.py).
@@ -140,13 +151,14 @@ def hang_bound(steps_seen, durations, first_step_s, floor_s, factor):
         floor_s, factor, typical)
 
 
-def _evidence(lines, name, pattern, limit=MAX_EVIDENCE):
+def _evidence(lines, name, pattern, limit=MAX_EVIDENCE, own=False):
     """Lines of ``lines`` matching ``pattern`` as evidence dicts {file, line, text} (the last ``limit``).
 
-    The project's own ``MVP_*`` lines (an earlier verdict, the watchdog's notes) are never evidence.
+    The project's own ``MVP_*`` lines (an earlier verdict, the watchdog's notes) are never evidence,
+    unless ``own`` asks for them (the gate's queue lines).
     """
     found = [{"file": name, "line": number, "text": text.strip()[:500]}
-             for number, text in enumerate(lines, 1) if pattern.search(text) and not text.startswith("MVP_")]
+             for number, text in enumerate(lines, 1) if pattern.search(text) and (own or not text.startswith("MVP_"))]
     return found[-limit:]
 
 
@@ -257,7 +269,7 @@ def _resume_problem(steps, resumed, planned, status):
 
 def classify(status, exit_code=None, message="", log_text="", log_name=FILES["driver_log"],
              steps=(), planned=None, resumed=0, watchdog=None, nodes=(), actors=(), start_ms=None,
-             end_ms=None, user_files=(), training=True):
+             end_ms=None, user_files=(), training=True, holders=()):
     """The verdict of one job.
 
     :param status: str, Ray's job status (PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED).
@@ -276,6 +288,8 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
     :param user_files: list of str, files of the user's code (the reward function) whose frames in a
         traceback mean the user's code failed.
     :param training: bool, the workload is a trainer (a script workload only needs to succeed).
+    :param holders: list of str, the other jobs active when it ended (``id (STATUS)``): named as the
+        holders of the resources when verl refused a busy cluster.
     :returns: dict with ``verdict`` (``trained``, ``succeeded`` for a script, ``failed`` or
         ``running``), ``cause`` (one of CAUSES, or None), ``summary`` (one line),
         ``steps`` ({logged, last, planned, resumed}) and ``evidence`` (list of
@@ -295,7 +309,12 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
         record.update(verdict=verdict, cause=cause, summary=summary, evidence=list(evidence)[:2 * MAX_EVIDENCE])
         return record
 
+    queued = _evidence(lines, log_name, re.compile(r"^MVP_GATE_(WAIT|STOPPED|TIMEOUT)="), 2, own=True)
+    never_started = not any(text.startswith("MVP_PRECHECK_") for text in lines)
     if status in ("PENDING", "RUNNING", ""):
+        if status == "RUNNING" and never_started and queued:
+            return done("running", None, "queued, not started: %s" % queued[-1]["text"].split("=", 1)[1][:300],
+                        queued)
         return done("running", None, "%s, %s so far" % (status or "unknown status", _steps_text(
             len(new_steps), planned, resumed)))
     trained = _steps_text(len(new_steps), planned, resumed)
@@ -318,9 +337,16 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
             evidence += _evidence(lines, log_name, TOTAL_STEPS_RE, 2)
             return done("failed", "short_training", "Ray says SUCCEEDED but the job %s" % trained, evidence)
         return done("trained", None, trained)
-    if status == "STOPPED":
+    if status == "STOPPED" or (never_started and any(GATE_STOPPED_RE.match(t) for t in lines)):
+        if never_started and queued:
+            return done("failed", "stopped", "stopped while queued (ray job stop or stop.yml): never started",
+                        queued + [{"source": "ray job", "text": message or "STOPPED"}])
         return done("failed", "stopped", "stopped (ray job stop or stop.yml) after it %s" % trained,
                     [{"source": "ray job", "text": message or "STOPPED"}])
+    timed_out = [GATE_TIMEOUT_RE.match(t).group(1) for t in lines if GATE_TIMEOUT_RE.match(t)]
+    if timed_out and never_started:
+        return done("failed", "queue_timeout", "waited in the cluster's queue too long and never started: %s"
+                    % timed_out[-1][:300], queued)
 
     # FAILED: the most specific evidence wins, in the order of LOG_PATTERNS, then Ray's tables.
     dead = dead_nodes_during(nodes, start_ms, end_ms)
@@ -338,6 +364,12 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
             what = {"host_oom": "host out of memory", "device_oom": "device (GPU) out of memory",
                     "collective": "collective operation timed out or aborted (NCCL/Gloo)"}[cause]
             return done("failed", cause, "%s; it %s" % (what, trained), from_actors + found + node_evidence)
+    busy = _evidence(lines, log_name, BUSY_RE, 2)
+    if busy and not new_steps:
+        held = ", ".join(holders) if holders else "nothing the queue knows of (a job started without the gate?)"
+        return done("failed", "busy", "busy: the GPUs it was admitted to were taken before verl reserved them "
+                    "(active jobs: %s); the configuration is fine, the run continues when they are free" % held,
+                    busy + [{"source": "ray job list", "text": "active: %s" % held}])
     exception = _last_exception(lines, log_name)
     user = _user_frames(lines, log_name, set(user_files or ()))
     if user:
@@ -374,7 +406,8 @@ def _read_json(path):
         return None
 
 
-def judge_job_dir(job_dir, status, exit_code=None, message="", nodes=(), actors=(), start_ms=None, end_ms=None):
+def judge_job_dir(job_dir, status, exit_code=None, message="", nodes=(), actors=(), start_ms=None, end_ms=None,
+                  holders=None):
     """The verdict of the job whose directory is ``job_dir``, from its own files and Ray's tables.
 
     Reads ``config/job_spec.json`` (a trainer has a ``hydra_config``; its ``reward_fn_path`` is
@@ -385,9 +418,13 @@ def judge_job_dir(job_dir, status, exit_code=None, message="", nodes=(), actors=
 
     :param job_dir: str, the job directory (``<shared_root>/jobs/<submission_id>``).
     :param status: str, Ray's status; the other parameters as :func:`classify`.
+    :param holders: list of str or None: None takes the ``holders`` the entrypoint's own
+        ``logs/verdict.json`` recorded when the trainer ended (the jobs active then).
     :returns: dict, :func:`classify`'s record.
     """
     spec, spec_problem = _read_spec(os.path.join(job_dir, FILES["job_spec"]))
+    if holders is None:
+        holders = (_read_json(os.path.join(job_dir, FILES["verdict"])) or {}).get("holders") or []
     metrics = spec.get("metrics_file") or os.path.join(job_dir, FILES["metrics"])
     resumed = (spec.get("resume_from") or {}).get("step") or 0
     record = classify(status, exit_code=exit_code, message=message,
@@ -396,7 +433,7 @@ def judge_job_dir(job_dir, status, exit_code=None, message="", nodes=(), actors=
                       watchdog=_read_json(os.path.join(job_dir, FILES["watchdog"])),
                       nodes=nodes, actors=actors, start_ms=start_ms, end_ms=end_ms,
                       user_files=[spec["reward_fn_path"]] if spec.get("reward_fn_path") else [],
-                      training=bool(spec.get("hydra_config")) if spec else True)
+                      training=bool(spec.get("hydra_config")) if spec else True, holders=holders)
     if spec_problem and record.get("verdict") != "running":
         record["summary"] = "%s (%s %s: the default metrics file %s and a trainer were assumed)" % (
             record["summary"], FILES["job_spec"], spec_problem, FILES["metrics"])

@@ -30,6 +30,15 @@ options:
     description: Also return the job table (Ray's Jobs REST API, C(GET /api/jobs/)).
     type: bool
     default: false
+  queue:
+    description:
+      - Also return the cluster's job queue (implies I(jobs)) - every PENDING or RUNNING job whose
+        entrypoint starts with the gate C(mvp_gate.py), in submission order, with its shape, whether its
+        program started, and what it waits for (module_utils C(mvp_queue.plan) over the job table and the
+        ALIVE workers' totals, with each job's own C(logs/queue.json) read from its job directory, the
+        C(job_dir) of its submission metadata).
+    type: bool
+    default: false
 author: MVP project (@mvp)
 """
 
@@ -70,6 +79,17 @@ summary:
     alive_workers: {description: ALIVE nodes carrying I(resource), type: list}
     worker_ips: {description: IPs of alive_workers, type: list}
     total_gpus: {description: GPUs of all ALIVE nodes (float), type: float}
+queue:
+  description: With I(queue=true), the queue, first in line first (module_utils C(mvp_queue.queue_rows)).
+  type: list
+  elements: dict
+  returned: when queue is true
+  sample:
+    - {submission_id: sft-20261125-120000-1a2b3c, position: 1, state: started, shape: 2 nodes x 1 GPU (10 CPUs each),
+       locks: [], waits_for: "", since: "2026-11-25T12:00:01Z", admitted_at: "2026-11-25T12:00:03Z"}
+    - {submission_id: grpo-20261125-120100-4d5e6f, position: 2, state: queued, shape: 1 node x 1 GPU (3 CPUs each),
+       locks: [transfer_queue], waits_for: "1 node x 1 GPU (3 CPUs each) to be free, held by sft-...",
+       since: "2026-11-25T12:01:02Z", admitted_at: null}
 jobs:
   description: With I(jobs=true), every job sorted by start time, oldest first.
   type: list
@@ -80,9 +100,34 @@ jobs:
        end_time: 1763726420000, driver_node_id: 5d1c..., entrypoint: python -u ...}
 """
 
+import json
+
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.mvp.ray.plugins.module_utils import mvp_queue
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import job_file
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     CONNECTION_ARGS, connect, job_row, list_nodes, summarize)
+
+
+def queue_states(jobs):
+    """Each queued job's own ``logs/queue.json`` (mvp_gate.py), by submission id; unreadable ones left out."""
+    states = {}
+    for job in jobs:
+        job_dir = (job.get("metadata") or {}).get("job_dir")
+        if not job_dir or not job.get("submission_id"):
+            continue
+        try:
+            with open(job_file(job_dir, "queue"), encoding="utf-8") as handle:
+                states[job["submission_id"]] = json.load(handle)
+        except (OSError, ValueError):
+            continue
+    return states
+
+
+def worker_totals(summary):
+    """The ALIVE workers' GPU and CPU totals by IP (what mvp_queue.plan packs shapes into)."""
+    return {n["node_ip"]: {key: float(n["resources_total"].get(key, 0)) for key in ("GPU", "CPU")}
+            for n in summary["alive_workers"]}
 
 
 def main():
@@ -93,6 +138,7 @@ def main():
             timeout=dict(type="int", default=30),
             resource=dict(type="str", default="worker_node"),
             jobs=dict(type="bool", default=False),
+            queue=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -103,12 +149,15 @@ def main():
     except Exception as exc:  # Ray raises several types for an unreachable dashboard
         module.fail_json(msg="Cannot list Ray nodes at %s: %s" % (address, exc))
     result = dict(changed=False, nodes=nodes, summary=summarize(nodes, module.params["resource"]))
-    if module.params["jobs"]:
+    if module.params["jobs"] or module.params["queue"]:
         try:
             jobs = client.list_jobs()
         except Exception as exc:
             module.fail_json(msg="Cannot list Ray jobs at %s: %s" % (address, exc), **result)
         result["jobs"] = sorted((job_row(j) for j in jobs), key=lambda r: r["start_time"] or 0)
+    if module.params["queue"]:
+        entries = mvp_queue.plan(result["jobs"], worker_totals(result["summary"]))
+        result["queue"] = mvp_queue.queue_rows(entries, queue_states(result["jobs"]))
     module.exit_json(**result)
 
 

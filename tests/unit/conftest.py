@@ -47,13 +47,13 @@ def spec_defaults():
     """The defaults the job spec builder gets besides the catalog (``mvp_job_spec(request, catalog, defaults)``).
 
     A cluster with the shared root /private, the snapshot verl-0.9.1, two workers carrying
-    ``worker_node``, the Jobs API on the default port, and the shared watchdog limits
-    (``mvp_watchdog`` of inventories/common/all/00-mvp-jobs.yml).
+    ``worker_node``, the Jobs API on the default port, and the shared watchdog limits and queue
+    settings (``mvp_watchdog``, ``mvp_queue`` of inventories/common/all/00-mvp-jobs.yml).
     """
     return {"shared_root": "/private", "code_id": "verl-0.9.1", "python": "python",
             "worker_resource": "worker_node", "expect_workers": 2, "model": "Qwen2.5-0.5B-Instruct",
             "address": "http://127.0.0.1:8265",
-            "watchdog": _setting("00-mvp-jobs.yml", "mvp_watchdog")}
+            "watchdog": _setting("00-mvp-jobs.yml", "mvp_watchdog"), "queue": _setting("00-mvp-jobs.yml", "mvp_queue")}
 
 
 @pytest.fixture(scope="session")

@@ -244,6 +244,16 @@ class RayView(object):
                                                    limit=10000, raise_on_missing_output=False)
         return [row if isinstance(row, dict) else getattr(row, "__dict__", {}) for row in rows]
 
+    def other_active_jobs(self):
+        """The other PENDING or RUNNING submissions of the cluster, as ``id (STATUS)`` (Jobs API)."""
+        out = []
+        for job in self.get_json("/api/jobs/"):
+            status = str(job.get("status", "")).rsplit(".", 1)[-1]
+            if job.get("submission_id") and job["submission_id"] != self.submission_id and status in (
+                    "PENDING", "RUNNING"):
+                out.append("%s (%s)" % (job["submission_id"], status))
+        return sorted(out)
+
     def nodes(self):
         """Ray's node table."""
         return self.state("nodes")
@@ -402,14 +412,16 @@ def verdict(code, job_dir, ray_view, started):
     A failure that names no cause yet may be a node Ray has not declared dead yet (its health
     checks take tens of seconds): Ray's node table is read again for up to NODE_WAIT_S.
     """
-    nodes, actors, saved, note = [], [], [], None
+    nodes, actors, saved, note, holders = [], [], [], None, []
     end_ms = int(time.time() * 1000)
 
     def judge():
         return mvp_verdict.judge_job_dir(job_dir, "SUCCEEDED" if code == 0 else "FAILED", exit_code=code,
-                                         nodes=nodes, actors=actors, start_ms=int(started * 1000), end_ms=end_ms)
+                                         nodes=nodes, actors=actors, start_ms=int(started * 1000), end_ms=end_ms,
+                                         holders=holders)
     try:
         ray_view.connect()
+        holders[:] = ray_view.other_active_jobs()
         nodes = ray_view.nodes()
         actors = [a for a in ray_view.actors() if str(a.get("state")).upper() == "DEAD"]
         record = judge()
@@ -423,7 +435,7 @@ def verdict(code, job_dir, ray_view, started):
     except Exception as exc:  # no Ray tables: the job's own files alone decide
         note = "Ray's tables not read: %s" % exc
         record = judge()
-    record.update(exit_code=code, decided_by="mvp_entry.py on %s" % socket.gethostname(),
+    record.update(exit_code=code, decided_by="mvp_entry.py on %s" % socket.gethostname(), holders=holders,
                   worker_error_files=[os.path.relpath(p, job_dir) for p in saved], recorded_at=time.time())
     if note:
         record["note"] = note

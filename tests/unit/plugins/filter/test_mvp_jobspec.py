@@ -4,6 +4,7 @@ import shlex
 
 import pytest
 
+import mvp_spec
 from mvp_jobspec import hydra_value, mvp_job_spec, mvp_submit_cmd, mvp_submission_id
 
 
@@ -30,13 +31,23 @@ def test_every_workload_runs_on_a_worker_with_the_snapshot_first(workload, catal
     assert path[-1] == "${PYTHONPATH}"
     assert result["job_dir"] == "/private/jobs/job-1"
     words = argv(result["entrypoint"])
-    # Workloads with a cluster lock (ppo, grpo: verl's TransferQueue) start behind mvp_gate.py.
+    # Trainers (a shape to queue; ppo, grpo also a cluster lock: verl's TransferQueue) start behind
+    # mvp_gate.py, with one --pool per resource pool of the shape; scripts reserve nothing.
     lock = catalog[workload].get("cluster_lock")
     assert result["cluster_lock"] == lock
-    if lock:
+    shape = result["shape"]
+    assert bool(shape["pools"]) == bool(catalog[workload].get("module"))
+    if shape["pools"]:
         gate = words[:words.index("--") + 1]
-        assert gate == ["python", "-u", "/private/common/code/mvp_tools/mvp_gate.py", "--lock", lock,
-                        "--log", "/private/jobs/job-1/logs/driver.log", "--dashboard-port", gate[-2], "--"]
+        pools = ["%s=%dx%d:%g" % (p["name"], p["nodes"], p["gpus_per_node"], p["cpus_per_node"]) for p in shape["pools"]]
+        queue = dict(mvp_spec.QUEUE_DEFAULTS, **(spec_defaults.get("queue") or {}))
+        assert gate == (["python", "-u", "/private/common/code/mvp_tools/mvp_gate.py"]
+                        + [w for pool in pools for w in ("--pool", pool)] + (["--lock", lock] if lock else [])
+                        + ["--log", "/private/jobs/job-1/logs/driver.log",
+                           "--dashboard-port", str(spec_defaults.get("dashboard_port") or 8265),
+                           "--worker-resource", spec_defaults["worker_resource"],
+                           "--poll", "%g" % float(queue["poll_s"]), "--max-wait", "%g" % float(queue["max_wait_s"]),
+                           "--unfit-wait", "%g" % float(queue["unfit_wait_s"]), "--"])
         words = words[len(gate):]
     assert words[:3] == ["python", "-u", "/private/common/code/mvp_tools/mvp_entry.py"]
     assert words[3:5] == ["--log", "/private/jobs/job-1/logs/driver.log"]
@@ -390,6 +401,9 @@ def test_transfer_queue_jobs_take_the_cluster_lock_unless_the_legacy_trainer_is_
     grpo = spec(workload="grpo", submission_id="grpo-7")
     assert grpo["cluster_lock"] == "transfer_queue"
     assert [n for n in grpo["notes"] if n.startswith("cluster lock transfer_queue: grpo-7 runs after")]
+    assert argv(grpo["entrypoint"]).count("--lock") == 1
+    # The legacy trainer takes no lock, but is still queued by its shape (the gate without --lock).
     legacy = spec(workload="grpo", trainer_overrides={"trainer.use_v1": False})
-    assert legacy["cluster_lock"] is None and "mvp_gate.py" not in legacy["entrypoint"]
+    assert legacy["cluster_lock"] is None and "--lock" not in argv(legacy["entrypoint"])
+    assert "mvp_gate.py" in legacy["entrypoint"] and legacy["shape"]["pools"]
     assert spec(workload="sft")["cluster_lock"] is None

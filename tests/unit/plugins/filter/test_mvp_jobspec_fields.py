@@ -216,39 +216,56 @@ def test_hydra_prefixes_and_package_keys_are_accepted(build):
 
 # ---- GPU shape against the workers (verl's per-node groups) ----
 
-def _workers(worker_resource, *gpus):
-    return [{"node_ip": "10.0.0.%d" % (i + 1), "resources_total": {"GPU": float(g), worker_resource: 100.0}}
+def _workers(worker_resource, *gpus, cpus=96):
+    return [{"node_ip": "10.0.0.%d" % (i + 1), "resources_total": {"GPU": float(g), "CPU": float(cpus),
+                                                                     worker_resource: 100.0}}
             for i, g in enumerate(gpus)]
 
 
 @pytest.mark.parametrize("nnodes, per_node, gpus, fits", [
     (2, 4, (4, 4), True),
     (2, 4, (8, 4, 0), True),
+    (2, 4, (8,), True),         # both node groups of the pool fit one 8-GPU worker
     (1, 8, (4, 4), False),      # 8 in total, but no single worker offers 8
-    (3, 2, (2, 2), False),      # more nodes than workers with GPUs
+    (3, 2, (2, 2), False),      # more groups than workers can hold
     (2, 4, (4, 2, 2), False),   # 8 in total, only one worker with 4
     (2, 2, (), False),
 ])
-def test_gpu_shape_needs_nnodes_workers_with_n_gpus_each(nnodes, per_node, gpus, fits, build, worker_resource):
+def test_gpu_shape_needs_every_node_group_on_one_worker(nnodes, per_node, gpus, fits, build, worker_resource):
     from mvp_jobspec import mvp_gpu_shape_problem
     job = build(workload="ppo", trainer_overrides={"trainer.nnodes": nnodes, "trainer.n_gpus_per_node": per_node})
+    assert [(p["nodes"], p["gpus_per_node"]) for p in job["shape"]["pools"]] == [(nnodes, per_node)]
     problem = mvp_gpu_shape_problem(job, _workers(worker_resource, *gpus))
     assert (problem == "") == fits
     if not fits:
-        fitting = sum(1 for g in gpus if g >= per_node)
-        assert "trainer.nnodes=%d x trainer.n_gpus_per_node=%d" % (nnodes, per_node) in problem
-        assert "only %d of the ALIVE workers" % fitting in problem
+        assert "%d node%s x %d GPUs" % (nnodes, "s" if nnodes > 1 else "", per_node) in problem
+        assert "(%g GPUs in all)" % (nnodes * per_node) in problem
+        assert "trainer.nnodes / trainer.n_gpus_per_node" in problem
         for i, g in enumerate(gpus):
-            assert "10.0.0.%d %g" % (i + 1, g) in problem
+            assert "10.0.0.%d: %g GPU, 96 CPU" % (i + 1, g) in problem
 
 
-def test_gpu_shape_is_not_checked_for_cpu_jobs(build):
-    """The selftest and a trainer told trainer.device=cpu need no GPUs; sft's driver-only cpu device does."""
+def test_gpu_shape_counts_the_cpus_of_verls_bundles(build, worker_resource):
+    """verl's PPO bundles ask {CPU: 3, GPU: 1} per process: 8 GPUs on a worker with 16 CPUs cannot hold one group."""
+    from mvp_jobspec import mvp_gpu_shape_problem
+    job = build(workload="ppo", trainer_overrides={"trainer.nnodes": 1, "trainer.n_gpus_per_node": 8})
+    assert job["shape"]["pools"][0]["cpus_per_node"] == 8 * 3
+    assert mvp_gpu_shape_problem(job, _workers(worker_resource, 8, cpus=16)) != ""
+    assert mvp_gpu_shape_problem(job, _workers(worker_resource, 8, cpus=24)) == ""
+
+
+def test_cpu_device_runs_reserve_logical_gpus_too(build, worker_resource):
+    """The selftest reserves nothing; a trainer told trainer.device=cpu still asks for the logical GPUs of its
+    bundles (the verl CPU platform names GPU when workers advertise them), unless no worker has any."""
     from mvp_jobspec import mvp_gpu_shape_problem
     assert mvp_gpu_shape_problem(build(workload="selftest"), []) == ""
+    assert build(workload="selftest")["shape"]["pools"] == []
     assert mvp_gpu_shape_problem(build(workload="sft"), []) != ""
-    cpu = build(workload="ppo", trainer_overrides={"trainer.device": "cpu"})
-    assert mvp_gpu_shape_problem(cpu, []) == ""
+    cpu = build(workload="sft", trainer_overrides={"trainer.device": "cpu", "trainer.nnodes": 8,
+                                                   "trainer.n_gpus_per_node": 1})
+    problem = mvp_gpu_shape_problem(cpu, _workers(worker_resource, 1, 1, cpus=16))
+    assert "8 nodes x 1 GPU (10 CPUs each)" in problem and "(8 GPUs in all)" in problem
+    assert mvp_gpu_shape_problem(cpu, _workers(worker_resource, 0, 0, cpus=16)) == ""
 
 
 def test_job_inputs_named_mvp_star_that_the_project_does_not_set_pass(build):

@@ -14,7 +14,7 @@ def spec_of(catalog, spec_defaults):
 
 def healthy(spec, gpus_per_worker=0, workers=2):
     """What ray_submit_check returns when everything is in place."""
-    alive = [{"node_ip": "10.0.0.%d" % (i + 2), "resources_total": {"worker_node": 100, "GPU": gpus_per_worker}}
+    alive = [{"node_ip": "10.0.0.%d" % (i + 2), "resources_total": {"worker_node": 100, "GPU": gpus_per_worker, "CPU": 96}}
              for i in range(workers)]
     return {"missing": {}, "hydra_errors": [], "job_dir_exists": False, "existing_job": None,
             "summary": {"total_gpus": gpus_per_worker * workers, "alive_workers": alive}}
@@ -72,7 +72,8 @@ def test_gpu_total_then_shape_only_for_gpu_jobs_and_only_when_asked(spec_of):
     # Enough in total, but spread so that no worker holds a node's share: the shape rule speaks.
     spread = healthy(spec, gpus_per_worker=per_node - 1, workers=nodes * per_node)
     (problem,) = mvp_submit_problems(spread, spec, "worker_node")
-    assert "needs %d workers with %d GPUs each" % (nodes, per_node) in problem
+    assert "can never fit this cluster's ALIVE workers" in problem
+    assert "(%d GPUs in all)" % (nodes * per_node) in problem
     assert mvp_submit_problems(healthy(spec, gpus_per_worker=per_node, workers=nodes), spec, "worker_node") == []
 
 

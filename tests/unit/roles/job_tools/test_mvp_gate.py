@@ -1,53 +1,29 @@
-"""mvp_gate.py (job tools): a job with a cluster lock runs only after every earlier job holding the same
-lock has ended. The queue is read from Ray's job list (``/api/jobs/`` rows); no cluster is needed here.
-"""
+"""mvp_gate.py (job tools): a queued job's program starts only when the plan admits it and Ray reports its
+shape free; until then it says why, once per change, in its log and in logs/queue.json. The queue is
+read from Ray's job list (``/api/jobs/`` rows) and the workers' resources; no cluster is needed here."""
+import json
 import shlex
 
 import pytest
 
 import mvp_gate
+import mvp_queue
 
 TOOLS = "/private/common/code/mvp_tools"
 
 
-def entrypoint(lock=None):
-    """An entrypoint as mvp_spec builds it, with the gate in front when ``lock`` is given."""
-    gate = (["python", "-u", TOOLS + "/mvp_gate.py", "--lock", lock, "--log", "/x/logs/driver.log", "--"]
-            if lock else [])
+def entrypoint(pools, lock=None):
+    """An entrypoint as mvp_spec builds it: the gate with its pools (and lock), then mvp_entry.py."""
+    gate = ["python", "-u", TOOLS + "/mvp_gate.py"] + [w for p in pools for w in ("--pool", p)]
+    gate += (["--lock", lock] if lock else []) + ["--log", "/x/logs/driver.log", "--"]
     entry = ["python", "-u", TOOLS + "/mvp_entry.py", "--log", "/x/logs/driver.log",
              "--", "python", "-m", "verl.trainer.main_ppo"]
     return " ".join(shlex.quote(w) for w in gate + entry)
 
 
-def job(submission_id, status, start_s, lock="transfer_queue", **more):
-    return dict({"submission_id": submission_id, "status": status, "start_time": int(start_s * 1000),
-                 "entrypoint": entrypoint(lock), "type": "SUBMISSION"}, **more)
-
-
-def test_uses_lock_reads_the_gates_own_arguments_only():
-    assert mvp_gate.uses_lock(entrypoint("transfer_queue"), "transfer_queue")
-    assert not mvp_gate.uses_lock(entrypoint("other"), "transfer_queue")
-    assert not mvp_gate.uses_lock(entrypoint(None), "transfer_queue")
-    # "--lock transfer_queue" after the gate's "--" belongs to the program, not to the gate.
-    assert not mvp_gate.uses_lock("python mvp_gate.py --lock x -- prog --lock transfer_queue", "transfer_queue")
-    assert not mvp_gate.uses_lock("python 'unbalanced", "transfer_queue")
-
-
-def test_the_oldest_active_holder_runs_and_later_ones_wait_in_submission_order():
-    jobs = [job("c", "PENDING", 30), job("a", "RUNNING", 10), job("b", "RUNNING", 20),
-            job("old", "SUCCEEDED", 1), job("stopped", "STOPPED", 2), job("sft", "RUNNING", 5, lock=None),
-            job("other-lock", "RUNNING", 3, lock="other")]
-    ahead = {me: [j["submission_id"] for j in mvp_gate.jobs_ahead(jobs, me, "transfer_queue")] for me in "abc"}
-    assert ahead == {"a": [], "b": ["a"], "c": ["a", "b"]}
-
-
-def test_same_submission_time_orders_by_id_and_drivers_without_a_submission_do_not_count():
-    jobs = [job("y", "RUNNING", 10), job("x", "RUNNING", 10),
-            {"submission_id": None, "status": "RUNNING", "type": "DRIVER", "entrypoint": entrypoint("transfer_queue")}]
-    assert [j["submission_id"] for j in mvp_gate.jobs_ahead(jobs, "y", "transfer_queue")] == ["x"]
-    assert mvp_gate.jobs_ahead(jobs, "x", "transfer_queue") == []
-    # A job not listed yet waits for every active holder.
-    assert len(mvp_gate.jobs_ahead(jobs, "z", "transfer_queue")) == 2
+def job(submission_id, status, start_s, pools=("global_pool=1x1:3",), lock=None):
+    return {"submission_id": submission_id, "status": status, "start_time": int(start_s * 1000),
+            "entrypoint": entrypoint(pools, lock), "type": "SUBMISSION"}
 
 
 class Clock(object):
@@ -61,30 +37,78 @@ class Clock(object):
         self.now += seconds
 
 
-def test_wait_turn_says_whom_it_waits_for_once_per_change_and_goes_when_they_ended():
+WORKERS = {"10.0.0.1": {"GPU": 1.0, "CPU": 16.0}, "10.0.0.2": {"GPU": 1.0, "CPU": 16.0}}
+
+
+def gate_for(me, pools, clock, lines, tmp_path, lock=None):
+    return mvp_gate.Gate(me, [mvp_queue.parse_pool(p) for p in pools], [lock] if lock else [], lines.append,
+                         str(tmp_path / "queue.json"), clock=clock.time)
+
+
+def test_a_job_waits_behind_the_holder_of_its_gpus_says_so_once_per_change_and_goes_when_they_are_free(tmp_path):
     clock, lines = Clock(), []
-    # a runs until t=25, then b until t=45; c waits for both.
-    def read():
-        a = "RUNNING" if clock.now < 25 else "SUCCEEDED"
-        b = "RUNNING" if clock.now < 45 else "FAILED"
-        return [job("a", a, 1), job("b", b, 2), job("c", "RUNNING", 3)]
+    # sft holds both workers' GPUs until t=25, then Ray frees them at t=29 (its placement groups go).
+    def read_jobs():
+        sft = "RUNNING" if clock.now < 25 else "SUCCEEDED"
+        return [job("sft", sft, 1, ["global_pool=2x1:10"]), job("grpo", "RUNNING", 2, lock="transfer_queue")]
 
-    waited = mvp_gate.wait_turn("c", "transfer_queue", read, lines.append, poll=10, clock=clock.time,
-                                sleep=clock.sleep)
-    assert waited == 50  # the first read at or after t=45, polling every 10 s
-    assert [line.split(":")[0] for line in lines] == ["MVP_GATE_WAIT=lock transfer_queue"] * 2 + [
-        "MVP_GATE_GO=lock transfer_queue after 50 s\n"]
-    assert "starts after a (RUNNING" in lines[0] and ", b (RUNNING" in lines[0]
-    assert "starts after b (RUNNING" in lines[1] and "TransferQueueController" in lines[1]
+    def read_workers():
+        gpus = 0.0 if clock.now < 29 else 1.0
+        return WORKERS, {ip: dict(res, GPU=gpus) for ip, res in WORKERS.items()}
+
+    gate = gate_for("grpo", ["global_pool=1x1:3"], clock, lines, tmp_path, lock="transfer_queue")
+    waited = mvp_gate.wait_turn(gate, read_jobs, read_workers, poll=2, sleep=clock.sleep)
+    assert waited == 30  # the first look at or after t=29, every 2 s
+    assert [line.split("=")[0] for line in lines] == ["MVP_GATE_WAIT", "MVP_GATE_WAIT", "MVP_GATE_GO"]
+    assert "position 2 of 2, shape 1 node x 1 GPU (3 CPUs each)" in lines[0]
+    assert "held by sft (2 nodes x 1 GPU (10 CPUs each))" in lines[0]
+    # sft ended in Ray's job table, but its resources are not released yet: said, with Ray's numbers.
+    assert "position 1 of 1" in lines[1] and "held outside the queue" in lines[1]
+    assert lines[2].startswith("MVP_GATE_GO=shape 1 node x 1 GPU (3 CPUs each) admitted after 30 s; locks transfer_queue")
+    state = json.loads((tmp_path / "queue.json").read_text())
+    assert (state["state"], state["waited_s"], state["waits_for"]) == ("admitted", 30, "")
 
 
-def test_wait_turn_retries_an_unreadable_jobs_api_then_gives_up_past_its_timeout():
+def test_the_lock_reason_is_said_with_the_lock(tmp_path):
+    clock, lines = Clock(), []
+    jobs = [job("a", "RUNNING", 1, lock="transfer_queue"), job("b", "RUNNING", 2, lock="transfer_queue")]
+    gate = gate_for("b", ["global_pool=1x1:3"], clock, lines, tmp_path, lock="transfer_queue")
+    assert gate.look(jobs, WORKERS, WORKERS) is False
+    assert "waits for lock transfer_queue, held by a" in lines[0] and "TransferQueueController" in lines[0]
+    assert gate.look(jobs, WORKERS, WORKERS) is False and len(lines) == 1  # nothing changed: nothing said
+
+
+def test_max_wait_and_unfit_wait_bound_the_wait(tmp_path):
+    clock, lines = Clock(), []
+    holder = [job("sft", "RUNNING", 1, ["global_pool=2x1:10"]), job("me", "RUNNING", 2)]
+    gate = gate_for("me", ["global_pool=1x1:3"], clock, lines, tmp_path)
+    with pytest.raises(TimeoutError, match=r"waited 1[0-9] s in the queue \(max wait 10 s\)"):
+        mvp_gate.wait_turn(gate, lambda: holder, lambda: (WORKERS, WORKERS), poll=2, max_wait=10, sleep=clock.sleep)
+    # Two nodes asked, one ALIVE worker left: the shape cannot fit at all; unfit_wait bounds it, max_wait is off.
+    clock, lines = Clock(), []
+    one = {"10.0.0.1": WORKERS["10.0.0.1"]}
+    gate = gate_for("me", ["global_pool=2x1:10"], clock, lines, tmp_path)
+    with pytest.raises(TimeoutError, match="the ALIVE workers could not hold the shape"):
+        mvp_gate.wait_turn(gate, lambda: [job("me", "RUNNING", 2, ["global_pool=2x1:10"])], lambda: (one, one),
+                           poll=2, unfit_wait=20, sleep=clock.sleep)
+    assert "workers that can hold 2 nodes x 1 GPU" in lines[0]
+    assert json.loads((tmp_path / "queue.json").read_text())["unfit"] is True
+
+
+def test_an_unreadable_api_is_retried_then_given_up_past_its_timeout(tmp_path):
     clock, lines = Clock(), []
 
     def broken():
         raise OSError("connection refused")
 
-    with pytest.raises(RuntimeError, match="cannot read the Jobs API for 3[0-9] s: connection refused"):
-        mvp_gate.wait_turn("c", "transfer_queue", broken, lines.append, poll=10, timeout=25,
-                           clock=clock.time, sleep=clock.sleep)
+    gate = gate_for("c", ["global_pool=1x1:3"], clock, lines, tmp_path)
+    with pytest.raises(RuntimeError, match="cannot read the Jobs API or the cluster status for 2[0-9] s: connection refused"):
+        mvp_gate.wait_turn(gate, broken, lambda: (WORKERS, WORKERS), poll=2, timeout=25, sleep=clock.sleep)
     assert lines == []
+
+
+def test_a_job_not_listed_yet_waits_for_the_jobs_already_there(tmp_path):
+    clock, lines = Clock(), []
+    gate = gate_for("new", ["global_pool=1x1:3"], clock, lines, tmp_path)
+    assert gate.look([job("a", "RUNNING", 1)], WORKERS, WORKERS) is False
+    assert "position 2 of 2" in lines[0] and "its job to appear in Ray's job list" in lines[0]
