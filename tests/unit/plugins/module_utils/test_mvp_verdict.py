@@ -281,3 +281,53 @@ def test_a_readable_spec_adds_nothing_to_the_verdict(tmp_path):
     record = mvp_verdict.judge_job_dir(str(tmp_path), "SUCCEEDED", exit_code=0)
     assert record["verdict"] == "trained" and "job_spec" not in record["summary"]
     assert all(e.get("file") != "config/job_spec.json" for e in record["evidence"])
+
+
+# ---- the queue (mvp_gate.py) and a busy cluster ----
+
+BUSY = "ValueError: Total available GPUs 0 is less than total desired GPUs 1"
+WAIT = "MVP_GATE_WAIT=queued since 2026-11-25T16:47:58Z, position 3 of 3, shape 2 nodes x 1 GPU (10 CPUs each); waits for its turn"
+GO = "MVP_GATE_GO=shape 1 node x 1 GPU (3 CPUs each) admitted after 1 s"
+PRECHECK = "MVP_PRECHECK_VERL_FILE=/private/common/code/verl/verl-0.9.1/verl/__init__.py"
+
+
+def test_verls_resource_refusal_before_the_first_step_is_busy_and_restartable_naming_the_holders():
+    holders = ["sft-1 (RUNNING)", "grpo-2 (RUNNING)"]
+    record = mvp_verdict.classify("FAILED", exit_code=1, log_text=lines(GO, PRECHECK, "Traceback", BUSY),
+                                  holders=holders)
+    assert record["cause"] == "busy" and "busy" in mvp_verdict.RETRYABLE_CAUSES
+    assert all(h in record["summary"] for h in holders)
+    assert record["evidence"][0]["text"] == BUSY
+    # Without the message it is a configuration error, as before; after a step it is not busy either.
+    assert mvp_verdict.classify("FAILED", exit_code=1, log_text=lines(PRECHECK, "Traceback",
+                                "ValueError: bad batch"))["cause"] == "config_rejected"
+    assert mvp_verdict.classify("FAILED", exit_code=1, log_text=lines(PRECHECK, BUSY), steps=[1])["cause"] != "busy"
+
+
+def test_a_queued_job_is_running_not_started_then_stopped_or_timed_out_never_started():
+    running = mvp_verdict.classify("RUNNING", log_text=lines(WAIT))
+    assert running["verdict"] == "running" and running["summary"].startswith("queued, not started: queued since")
+    stopped = mvp_verdict.classify("STOPPED", log_text=lines(WAIT, "MVP_GATE_STOPPED=signal 15 after 40 s in the "
+                                                             "queue: the program never started"))
+    assert (stopped["cause"], stopped["summary"]) == ("stopped", "stopped while queued (ray job stop or stop.yml): "
+                                                                 "never started")
+    assert [e["text"].split("=")[0] for e in stopped["evidence"][:2]] == ["MVP_GATE_WAIT", "MVP_GATE_STOPPED"]
+    # Stopped after the program started: the usual summary.
+    late = mvp_verdict.classify("STOPPED", log_text=lines(WAIT, GO, PRECHECK), steps=[1, 2])
+    assert late["summary"].startswith("stopped (ray job stop or stop.yml) after it trained 2 steps")
+    why = "the ALIVE workers could not hold the shape for 21 s (unfit wait 20 s): workers that can hold ..."
+    timed = mvp_verdict.classify("FAILED", exit_code=4, log_text=lines(WAIT, "MVP_GATE_TIMEOUT=%s: the program "
+                                                                       "never started" % why))
+    assert timed["cause"] == "queue_timeout" and why in timed["summary"] and "queue_timeout" not in mvp_verdict.RETRYABLE_CAUSES
+
+
+def test_judge_job_dir_takes_the_holders_the_entrypoint_recorded(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "job_spec.json").write_text(json.dumps({"hydra_config": "ppo_trainer"}))
+    (tmp_path / "logs" / "driver.log").write_text(lines(GO, PRECHECK, BUSY))
+    (tmp_path / "logs" / "verdict.json").write_text(json.dumps({"holders": ["other-1 (RUNNING)"]}))
+    record = mvp_verdict.judge_job_dir(str(tmp_path), "FAILED", exit_code=1)
+    assert record["cause"] == "busy" and "other-1 (RUNNING)" in record["summary"]
+    assert "nobody (RUNNING)" in mvp_verdict.judge_job_dir(str(tmp_path), "FAILED", exit_code=1,
+                                                         holders=["nobody (RUNNING)"])["summary"]

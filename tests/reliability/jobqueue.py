@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""Queue suite: real jobs share the local cluster - they wait their turn by their whole shape, busy is never a failure.
+
+Runs real ``submit.yml``, ``status.yml``, ``stop.yml`` and ``collect.yml`` against a running local
+cluster (two workers with one logical GPU and 16 logical CPUs each) and checks what the jobs and the
+plays did, from the files the jobs wrote (``logs/driver.log``, ``logs/queue.json``,
+``logs/status.json``, ``logs/metrics.jsonl``) and Ray's job table:
+
+* "shared cluster": an SFT run (120 steps) holds both workers' GPUs (2 nodes x 1 GPU); a GRPO run (1 x 1), a
+  second SFT (2 x 1) and a one-node SFT (1 x 1) are submitted behind it in that order. The queue
+  shows them in that order (status.yml), a shape bigger than the cluster is refused before
+  submission (no job directory, no Ray job, the running job untouched), the second SFT is stopped
+  while queued (``stopped``, "never started") and the one-node SFT moves up; the others start in
+  submission order as resources free, none fails, and the first SFT ends with the final
+  ``train/loss`` of the same request run alone (the baseline, run first unless ``--baseline`` names one).
+* "busy at start": the GPUs a GRPO run was admitted to are taken (a placement group made outside the
+  queue) before verl reserves them: verl refuses (``Total available GPUs 0 ...``), the verdict is
+  ``busy`` (never ``config_rejected``), the run continues as ``<id>-r1``, which waits in the queue
+  for the GPUs held outside it, and trains to its end once they are released.
+
+Expected values come from the inputs (the shapes asked, the submission order, the steps asked) and
+the baseline run's own metrics. Figures (``--seconds-out``): seconds from a job's end (Ray's
+``end_time``) to the next queued job's start (its gate's ``MVP_GATE_GO``), and the queue's cost
+per submission (the gate's wait when nothing is ahead).
+
+Usage:
+    python tests/reliability/jobqueue.py --inventory inventories/local --host-shared /srv/mvp/private
+        [--only CASE ...] [--baseline ID] [--seconds-out FILE]
+"""
+import calendar
+import os
+import subprocess
+import sys
+import time
+
+from faults import CaseFailed, Cluster, finish_playbook, run_cases, start_playbook, suite_parser, write_figures
+from resume import metrics
+from verdicts import WATCHDOG, Job, extra_vars, read_json
+
+# The first SFT holds both workers long enough for the others to be submitted behind it (15 epochs of the
+# 64-row sample: 120 steps, 2-3 minutes); the others are short: the queue is what is tested, not the training.
+HOLDER = {"trainer.total_epochs": 15, "trainer.save_freq": 40}
+SHORT = {"trainer.total_training_steps": 2}
+SHORT_GRPO = {"trainer.total_training_steps": 2, "trainer.save_freq": 2}
+# The local cluster: two workers, one logical GPU each.
+WORKERS, GPUS_PER_WORKER = 2, 1
+# Seconds allowed for a gate to say something, and for a submit play that restarts once.
+SAY_TIMEOUT = 120
+RUN_TIMEOUT = 1500
+# The placement group held outside the queue (the head's Python; released when the release file appears).
+HOLD_SCRIPT = r'''
+import os, sys, time, ray
+from ray.util.placement_group import placement_group
+ray.init(address="auto")
+pg = placement_group([{"GPU": 1}] * int(sys.argv[1]), strategy="STRICT_SPREAD")
+ray.get(pg.ready())
+open(sys.argv[2] + ".held", "w").close()
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.5)
+'''
+
+
+def stamp(kind):
+    """A fresh submission id for a case."""
+    return "queue-%s-%s-%04x" % (kind, time.strftime("%H%M%S", time.gmtime()), os.getpid() & 0xFFFF)
+
+
+def seconds_of(text):
+    """Seconds since the epoch of a ``2026-11-25T16:40:09Z`` stamp (None for None)."""
+    return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")) if text else None
+
+
+def log_lines(job, prefix):
+    """The lines of a job's driver.log that start with ``prefix``."""
+    try:
+        with open(os.path.join(job.dir, "logs", "driver.log"), encoding="utf-8") as handle:
+            return [line.rstrip("\n") for line in handle if line.startswith(prefix)]
+    except OSError:
+        return []
+
+
+def wait_for(what, test, timeout=SAY_TIMEOUT):
+    """Poll ``test`` every 0.5 s until it returns something true; raise CaseFailed at the deadline."""
+    deadline = time.time() + timeout
+    while True:
+        found = test()
+        if found:
+            return found
+        if time.time() > deadline:
+            raise CaseFailed("%s: not within %ds" % (what, timeout))
+        time.sleep(0.5)
+
+
+def queue_state(job):
+    """The gate's own record of a job (logs/queue.json), {} until it wrote one."""
+    return read_json(os.path.join(job.dir, "logs", "queue.json")) or {}
+
+
+def submit(case, job, workload, overrides, extra=()):
+    """submit.yml -e wait=false for a job that must be accepted; raise CaseFailed when it is not."""
+    run = job.submit(workload, overrides, extra=extra)
+    if run.rc != 0:
+        raise CaseFailed("submit %s %s: rc=%s" % (workload, job.id, run.rc))
+    return run
+
+
+def submit_in_order(case, jobs):
+    """Submit ``jobs`` ((Job, workload, overrides) each) with submit.yml -e wait=false, one after another in
+    Ray's submission order but without waiting for each play's end: the next play starts once the job
+    before it runs its gate (its logs/queue.json exists, so Ray has its submission time)."""
+    started = []
+    for job, workload, overrides in jobs:
+        args = ["-e", "workload=" + workload, "-e", "submission_id=" + job.id, "-e", "wait=false"]
+        args += extra_vars(trainer_overrides=overrides, mvp_watchdog=WATCHDOG, max_restarts=0)
+        started.append((job, start_playbook(case.cluster, "submit.yml", args), time.time()))
+        wait_for("%s at its gate" % job.id, lambda j=job: queue_state(j), timeout=180)
+    for job, (argv, proc), since in started:
+        run = finish_playbook(argv, proc, since, 300)
+        case.keep(run, "submit %s" % job.id.split("-")[1])
+        if run.rc != 0:
+            raise CaseFailed("submit %s: rc=%s" % (job.id, run.rc))
+
+
+def baseline_loss(case):
+    """{step: data} of the holder's SFT request run alone (--baseline, else run here)."""
+    if case.shared.get("baseline"):
+        data = metrics(os.path.join(case.cluster.host_shared, "jobs", case.shared["baseline"]))
+        if data:
+            return data
+    job = Job(case, stamp("alone"))
+    run = job.submit("sft", HOLDER, wait=True)
+    if run.rc != 0:
+        raise CaseFailed("the baseline SFT run failed (rc=%s)" % run.rc)
+    case.shared["baseline"] = job.id
+    return metrics(job.dir)
+
+
+def case_shared_cluster(case):
+    """Four jobs of three shapes and one too big, on two workers: they queue, none fails."""
+    cluster = case.cluster
+    case.ensure_cluster()
+    case.wait_jobs_idle()
+    base = baseline_loss(case)
+    sft, grpo, sft2, one = (Job(case, stamp(k)) for k in ("sft", "grpo", "sft2", "one"))
+    shapes = {sft.id: (WORKERS, GPUS_PER_WORKER), grpo.id: (1, 1), sft2.id: (WORKERS, GPUS_PER_WORKER), one.id: (1, 1)}
+    submit(case, sft, "sft", HOLDER)
+    wait_for("%s admitted" % sft.id, lambda: queue_state(sft).get("state") == "admitted")
+    submit_in_order(case, [(grpo, "grpo", SHORT_GRPO), (sft2, "sft", SHORT),
+                           (one, "sft", dict(SHORT, **{"trainer.nnodes": 1}))])
+    order = [sft.id, grpo.id, sft2.id, one.id]
+    case.check(cluster.job_status(sft.id) == "RUNNING" and len(metrics(sft.dir)) < max(base),
+               "%s ended before the others were queued behind it: the case proves nothing" % sft.id)
+    for job in (grpo, sft2, one):
+        state = wait_for("%s queued" % job.id, lambda j=job: queue_state(j).get("state") == "waiting" and queue_state(j))
+        position = order.index(job.id) + 1
+        case.check(state.get("position") == position, "%s: queue position %s, expected %d (submission order)"
+                   % (job.id, state.get("position"), position))
+        nodes, gpus = shapes[job.id]
+        case.check(state["shape"]["gpus"] == nodes * gpus and len(state["shape"]["pools"]) == 1
+                   and state["shape"]["pools"][0]["nodes"] == nodes,
+                   "%s: queue.json shape %s, expected %d x %d" % (job.id, state.get("shape_text"), nodes, gpus))
+    wait_line = (log_lines(grpo, "MVP_GATE_WAIT=") or [""])[0]
+    case.check("held by %s" % sft.id in wait_line and "position 2 of 4" in wait_line,
+               "%s's driver.log does not say it waits for %s at position 2: %r" % (grpo.id, sft.id, wait_line[:300]))
+
+    # The queue as status.yml shows it: the four jobs, in submission order.
+    status = case.play("status.yml", ["-e", "queue=true"], label="status.yml -e queue=true")
+    shown = [line for line in status.text.splitlines() if any(". %s:" % sid in line for sid in order)]
+    positions = [next(sid for sid in order if ". %s:" % sid in line) for line in shown]
+    case.check(positions == order, "status.yml's queue lists %s, expected %s" % (positions, order))
+    case.check(status.rc == 0 and "queued since" in status.text, "status.yml rc=%s without queued jobs" % status.rc)
+
+    # A shape no pair of these workers can hold: refused before submission, nothing written, nobody disturbed.
+    big = Job(case, stamp("big"))
+    nodes = WORKERS * 4
+    run = case.play("submit.yml", ["-e", "workload=sft", "-e", "submission_id=" + big.id]
+                    + extra_vars(trainer_overrides={"trainer.nnodes": nodes}, max_restarts=0), label="submit too big")
+    case.check(run.rc != 0 and "can never fit this cluster's ALIVE workers" in run.text
+               and "%d nodes x 1 GPU" % nodes in run.text, "the too-big job was not refused naming its shape (rc=%s)"
+               % run.rc)
+    case.check(not os.path.exists(big.dir), "the refused job got a job directory %s" % big.dir)
+    case.check(cluster.job_status(big.id) is None, "Ray has a job %s" % big.id)
+    case.check(cluster.job_status(sft.id) == "RUNNING", "%s is %s after the refusal" % (sft.id, cluster.job_status(sft.id)))
+
+    # The second SFT is stopped while queued: never started; the job behind it moves up.
+    stop = case.play("stop.yml", ["-e", "submission_id=" + sft2.id], label="stop.yml queued")
+    stopped = read_json(os.path.join(sft2.dir, "logs", "status.json")) or {}
+    case.check(stop.rc == 0 and stopped.get("cause") == "stopped" and "never started" in (stopped.get("summary") or ""),
+               "%s stopped while queued: rc=%s verdict %r %r" % (sft2.id, stop.rc, stopped.get("cause"),
+                                                                  stopped.get("summary")))
+    case.check(not log_lines(sft2, "MVP_PRECHECK_"), "%s's program started although it was stopped while queued" % sft2.id)
+    moved = wait_for("%s moves up" % one.id, lambda: [line for line in log_lines(one, "MVP_GATE_WAIT=")
+                                                      if "position 3 of 3" in line])
+    case.note("%s moved up: %s" % (one.id, moved[0].split(";")[0]))
+
+    # Everyone else trains to the end, in submission order, none failed.
+    ends = {}
+    for job, steps in ((sft, max(base)), (grpo, SHORT_GRPO["trainer.total_training_steps"]),
+                       (one, SHORT["trainer.total_training_steps"])):
+        collected, record = job.collect()
+        ends[job.id] = record
+        case.check(record.get("verdict") == "trained" and "trained %d of %d" % (steps, steps) in record.get("summary", ""),
+                   "%s: %r %r, expected trained %d of %d" % (job.id, record.get("verdict"), record.get("summary"),
+                                                           steps, steps))
+    started = {job.id: seconds_of(queue_state(job).get("admitted_at")) for job in (sft, grpo, one)}
+    case.check(None not in started.values() and started[sft.id] <= started[grpo.id] <= started[one.id],
+               "start order %s, expected %s then %s then %s" % (started, sft.id, grpo.id, one.id))
+    sft_end = (ends[sft.id].get("end_time") or 0) / 1000.0
+    case.check(started[grpo.id] + 1 >= sft_end, "%s started at %s, before %s ended at %.0f" % (
+        grpo.id, started[grpo.id], sft.id, sft_end))
+    final = metrics(sft.dir)
+    last = max(base)
+    loss, base_loss = final.get(last, {}).get("train/loss"), base[last].get("train/loss")
+    case.check(loss is not None and abs(loss - base_loss) <= 1e-6 * max(1.0, abs(base_loss)),
+               "%s final train/loss %s, the run alone %s" % (sft.id, loss, base_loss))
+    free_to_start = started[grpo.id] - sft_end
+    case.seconds.setdefault("free_to_next_start_s", []).append(round(free_to_start, 1))
+    case.seconds.setdefault("gate_wait_nothing_ahead_s", []).append(queue_state(sft).get("waited_s"))
+    case.note("%s ended %.1f s before %s started; %s and %s side by side: %s; %s's final train/loss %s = alone"
+              % (sft.id, free_to_start, grpo.id, grpo.id, one.id,
+                 started[one.id] < (ends[grpo.id].get("end_time") or 0) / 1000.0, sft.id, loss))
+
+
+def case_busy_at_start(case):
+    """The GPUs a GRPO run was admitted to are taken before verl reserves them: busy, continued, trained."""
+    cluster = case.cluster
+    case.ensure_cluster()
+    case.wait_jobs_idle()
+    job = Job(case, stamp("busy"))
+    steps = SHORT_GRPO["trainer.total_training_steps"]
+    argv, proc = start_playbook(cluster, "submit.yml", ["-e", "workload=grpo", "-e", "submission_id=" + job.id]
+                                + extra_vars(trainer_overrides=SHORT_GRPO, max_restarts=1))
+    started = time.time()
+    release = "/tmp/%s.release" % job.id
+    head = cluster.container[cluster.head]
+    holder = None
+    try:
+        wait_for("%s admitted" % job.id, lambda: queue_state(job).get("state") == "admitted")
+        holder = subprocess.Popen(["docker", "exec", head, cluster.python, "-c", HOLD_SCRIPT, str(WORKERS), release],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for("the hold on both GPUs", lambda: subprocess.run(
+            ["docker", "exec", head, "test", "-e", release + ".held"]).returncode == 0, timeout=60)
+        nxt = Job(case, job.id + "-r1")
+        def waiting():
+            if proc.poll() is not None:
+                raise CaseFailed("submit.yml ended (rc=%s) before %s waited for the held GPUs" % (proc.returncode, nxt.id))
+            return [x for x in log_lines(nxt, "MVP_GATE_WAIT=") if "held outside the queue" in x]
+        line = wait_for("%s waits for the GPUs held outside the queue" % nxt.id, waiting, timeout=600)
+        case.note("%s: %s" % (nxt.id, line[0].split("; waits for ")[-1][:90]))
+    finally:
+        # Whatever happened, the hold ends (the placement group goes with its driver).
+        subprocess.run(["docker", "exec", head, "touch", release], check=False)
+        if holder is not None:
+            try:
+                holder.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                holder.kill()
+        run = finish_playbook(argv, proc, started, RUN_TIMEOUT)
+        case.keep(run, "submit grpo max_restarts=1")
+    first = read_json(os.path.join(job.dir, "logs", "status.json")) or {}
+    case.check(first.get("cause") == "busy" and "Total available GPUs" in str(first.get("evidence")),
+               "%s: cause %r (%s), expected busy with verl's resource message" % (job.id, first.get("cause"),
+                                                                                 first.get("summary")))
+    link = read_json(os.path.join(job.dir, "logs", "restart.json")) or {}
+    case.check(link.get("next") == nxt.id and link.get("cause") == "busy", "restart.json %s" % link)
+    spec = read_json(os.path.join(nxt.dir, "config", "job_spec.json")) or {}
+    case.check(not spec.get("resume_from"), "%s resumes %s although no attempt trained" % (nxt.id, spec.get("resume_from")))
+    last = read_json(os.path.join(nxt.dir, "logs", "status.json")) or {}
+    case.check(run.rc == 0 and last.get("verdict") == "trained" and "trained %d of %d" % (steps, steps)
+               in (last.get("summary") or ""), "submit rc=%s, %s: %r %r" % (run.rc, nxt.id, last.get("verdict"),
+                                                                          last.get("summary")))
+    case.note("%s: %s; %s: %s" % (job.id, first.get("summary", "")[:80], nxt.id, last.get("summary")))
+
+
+CASES = [
+    ("shared cluster", "SFT 2x1 trains; GRPO 1x1, SFT 2x1, SFT 1x1 queue in submission order (status.yml); too big "
+     "refused, nothing written; the queued SFT stopped: never started, the one behind moves up; the rest train in "
+     "order, the first SFT with the final loss of the run alone", case_shared_cluster),
+    ("busy at start", "GPUs taken between admission and start: verdict busy, <id>-r1 waits for them in the queue, "
+     "then trains to the end", case_busy_at_start),
+]
+
+
+def main():
+    """Run the table and print it; return the exit code."""
+    parser = suite_parser(__doc__, CASES)
+    parser.add_argument("--baseline", help="an SFT run of the holder's request (HOLDER) run alone (else one is run)")
+    parser.add_argument("--seconds-out", help="write the measured figures as JSON here")
+    args = parser.parse_args()
+    seconds, shared = {}, {"baseline": args.baseline}
+
+    def prepare(case):
+        case.seconds = seconds
+        case.shared = shared
+
+    code = run_cases(CASES, Cluster(args.inventory, args.host_shared), args.only, "queue", prepare)
+    write_figures(args.seconds_out, seconds)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
