@@ -7,7 +7,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume bench bench-scale bench-train bench-resume
+.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue bench bench-scale bench-train bench-resume bench-queue
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -60,6 +60,14 @@ verdicts: setup engine ## Verdict table against the local cluster: real training
 resume: setup engine ## Resume table against the local cluster: real SFT runs lose a worker and continue by themselves
 	ansible-playbook site.yml
 	python tests/reliability/resume.py --inventory inventories/local --host-shared /srv/mvp/private
+
+queue: setup engine ## Queue table against the local cluster: real jobs of three shapes at once, a too-big one, a busy start
+	ansible-playbook site.yml
+	python tests/reliability/jobqueue.py --inventory inventories/local --host-shared /srv/mvp/private
+
+bench-queue: setup engine ## Seconds from a job's end to the next queued job's trainer start, and the gate's cost (bench/results/queue.json)
+	ansible-playbook site.yml
+	python tests/reliability/jobqueue.py --inventory inventories/local --host-shared /srv/mvp/private --only "shared cluster" --seconds-out bench/results/queue.json
 
 bench-resume: setup engine ## Seconds from a lost node to the next attempt's first step, steps lost (bench/resume.py)
 	ansible-playbook site.yml

@@ -150,8 +150,9 @@ def shape_of_pools(pools):
 
 def groups(shape):
     """The node groups of a shape, largest first: list of ``{"pool", "gpus", "cpus"}``."""
-    out = [{"pool": p["name"], "gpus": p["gpus_per_node"], "cpus": p["cpus_per_node"]}
-           for p in (shape or {}).get("pools") or [] for _ in range(p["nodes"])]
+    out = []
+    for pool in (shape or {}).get("pools") or []:
+        out += [{"pool": pool["name"], "gpus": pool["gpus_per_node"], "cpus": pool["cpus_per_node"]}] * pool["nodes"]
     return sorted(out, key=lambda g: (-g["gpus"], -g["cpus"]))
 
 
@@ -352,8 +353,8 @@ def queue_rows(entries, states):
 def row_line(row):
     """One line for a :func:`queue_rows` row."""
     if row["state"] == "started":
-        return "%d. %s: started at %s, shape %s" % (row["position"], row["submission_id"],
-                                                     row.get("admitted_at") or "?", row["shape"])
+        return "%d. %s: started at %s, shape %s" % (
+            row["position"], row["submission_id"], row.get("admitted_at") or "?", row["shape"])
     return "%d. %s: queued since %s, shape %s; waits for %s" % (
         row["position"], row["submission_id"], row.get("since") or "its gate to start", row["shape"],
         row.get("waits_for") or "its turn")

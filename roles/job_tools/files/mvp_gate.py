@@ -122,7 +122,7 @@ def write_state(path, state):
 class Gate(object):
     """The waiting of one job: its place in the queue, its lines and its ``queue.json``."""
 
-    def __init__(self, me, pools, locks, emit, state_path, clock=time.time):
+    def __init__(self, me, pools, locks, emit, state_path, clock=time.time, started=None):
         self.me = me
         self.shape = mvp_queue.shape_of_pools(pools)
         self.locks = list(locks)
@@ -132,7 +132,8 @@ class Gate(object):
         self.since = clock()
         self.said = None
         self.state = {"submission_id": me, "state": "waiting", "shape": self.shape, "locks": self.locks,
-                      "shape_text": mvp_queue.describe(self.shape), "since": stamp(self.since)}
+                      "shape_text": mvp_queue.describe(self.shape), "since": stamp(self.since),
+                      "since_s": round(self.since, 3), "gate_started_s": round(started or self.since, 3)}
 
     def record(self, **changes):
         """Update and write ``queue.json`` (best effort: the shared storage may hiccup)."""
@@ -202,7 +203,8 @@ def wait_turn(gate, read_jobs, read_workers_fn, poll, timeout=0.0, max_wait=0.0,
             continue
         if gate.look(jobs, totals, ray_free):
             waited = gate.waited()
-            gate.record(state="admitted", admitted_at=stamp(gate.clock()), waited_s=round(waited, 1), waits_for="")
+            gate.record(state="admitted", admitted_at=stamp(gate.clock()), admitted_at_s=round(gate.clock(), 3),
+                        waited_s=round(waited, 1), waits_for="")
             gate.emit("MVP_GATE_GO=shape %s admitted after %.0f s%s\n" % (
                 mvp_queue.describe(gate.shape), waited, "; locks %s" % ", ".join(gate.locks) if gate.locks else ""))
             return waited
@@ -219,6 +221,7 @@ def wait_turn(gate, read_jobs, read_workers_fn, poll, timeout=0.0, max_wait=0.0,
 
 def main():
     """Parse arguments, wait for the job's turn, run the program, pass its exit code on."""
+    started = time.time()  # the gate's own cost is measured from here (Ray's import included)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pool", action="append", default=[], type=mvp_queue.parse_pool,
                         help="a resource pool of the job: NAME=NODESxGPUS:CPUS (repeat per pool)")
@@ -248,7 +251,7 @@ def main():
 
     # The job directory is the parent of the --log file's folder (as for mvp_entry.py).
     job_dir = os.path.dirname(os.path.dirname(os.path.abspath(args.log)))
-    gate = Gate(me, args.pool, args.lock, emit, job_file(job_dir, "queue"))
+    gate = Gate(me, args.pool, args.lock, emit, job_file(job_dir, "queue"), started=started)
 
     def stop_waiting(signum, _frame):
         gate.record(state="stopped", waits_for="", stopped_at=stamp())
