@@ -87,6 +87,16 @@ def write_json(path, data):
     os.replace(tmp, path)
 
 
+def auth_headers():
+    """Ray token auth headers from RAY_AUTH_TOKEN or the file RAY_AUTH_TOKEN_PATH names ({} without a token)."""
+    token = os.environ.get("RAY_AUTH_TOKEN")
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH")
+    if not token and path and os.path.exists(path):
+        with open(path) as handle:
+            token = handle.read().strip()
+    return {"Authorization": "Bearer " + token} if token else {}
+
+
 class Progress(object):
     """Steps of the trainer as they appear in verl's file logger output, with their arrival times.
 
@@ -205,14 +215,7 @@ class RayView(object):
         self.port = port
         self.url = None
         self.job_id = None
-        self.headers = {}
-        token = os.environ.get("RAY_AUTH_TOKEN")
-        path = os.environ.get("RAY_AUTH_TOKEN_PATH")
-        if not token and path and os.path.exists(path):
-            with open(path) as handle:
-                token = handle.read().strip()
-        if token:
-            self.headers["Authorization"] = "Bearer " + token
+        self.headers = auth_headers()
 
     def connect(self):
         """Find the dashboard and this job's Ray job id; return self (raises on failure)."""

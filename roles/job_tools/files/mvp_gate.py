@@ -38,12 +38,9 @@ import sys
 import time
 import urllib.request
 
-try:
-    from ansible_collections.mvp.ray.plugins.module_utils import mvp_queue
-    from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import job_file
-except ImportError:  # the job tools' copy: job_tools installs mvp_queue.py and mvp_job.py beside this file
-    import mvp_queue  # pylint: disable=import-error
-    from mvp_job import job_file  # pylint: disable=import-error
+import mvp_queue  # noqa: E402 - installed beside this file (plugins/module_utils/mvp_queue.py)
+from mvp_entry import auth_headers, write_json  # noqa: E402 - the job tool beside this file
+from mvp_job import job_file  # noqa: E402 - installed beside this file (plugins/module_utils/mvp_job.py)
 
 # Exit codes of the gate itself (the program's own pass through).
 TIMEOUT_EXIT = 4
@@ -67,16 +64,6 @@ def gcs_address():
     from ray._private.services import canonicalize_bootstrap_address_or_die
 
     return canonicalize_bootstrap_address_or_die("auto")
-
-
-def auth_headers():
-    """Ray token auth headers from RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH (none without a token)."""
-    token = os.environ.get("RAY_AUTH_TOKEN")
-    path = os.environ.get("RAY_AUTH_TOKEN_PATH")
-    if not token and path and os.path.exists(path):
-        with open(path) as handle:
-            token = handle.read().strip()
-    return {"Authorization": "Bearer " + token} if token else {}
 
 
 def list_jobs(url, headers):
@@ -110,15 +97,6 @@ def read_workers(address, worker_resource):
     return totals, free
 
 
-def write_state(path, state):
-    """Write ``logs/queue.json`` atomically (a reader never sees half a file)."""
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(state, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-    os.replace(tmp, path)
-
-
 class Gate(object):
     """The waiting of one job: its place in the queue, its lines and its ``queue.json``."""
 
@@ -140,7 +118,7 @@ class Gate(object):
         self.state.update(changes, updated=stamp(self.clock()))
         if self.state_path:
             try:
-                write_state(self.state_path, self.state)
+                write_json(self.state_path, self.state)
             except OSError as exc:
                 self.emit("MVP_GATE_NOTE=%s not written: %s\n" % (self.state_path, exc))
 
