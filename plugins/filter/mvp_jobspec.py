@@ -44,9 +44,24 @@ hydra_overrides = mvp_spec.hydra_overrides
 mvp_job_dir = _ansible_errors(mvp_job.job_dir)
 
 
+def mvp_job_file(directory, name):
+    """One path of a job directory by its name in the job contract (``mvp_job.FILES``).
+
+    :param directory: str, the job directory.
+    :param name: str, a key of ``mvp_job.FILES`` (``stopped_by``, ``queue``, ``status``, ...).
+    :returns: str, the absolute path.
+    :raises AnsibleFilterError: for a name the contract does not have, listing the names it has.
+    """
+    if name not in mvp_job.FILES:
+        raise AnsibleFilterError("mvp_job_file: %r is not a file of a job directory; the names are %s"
+                                 % (name, ", ".join(sorted(mvp_job.FILES))))
+    return mvp_job.job_file(directory, name)
+
+
 class FilterModule(object):
     """Job spec filters: mvp_job_spec, mvp_parse_jobspec, mvp_submit_cmd, mvp_submission_id,
-    mvp_is_submission_id, mvp_gpu_shape_problem, mvp_submit_problems, mvp_hydra_overrides, mvp_job_dir."""
+    mvp_is_submission_id, mvp_gpu_shape_problem, mvp_submit_problems, mvp_hydra_overrides, mvp_job_dir,
+    mvp_job_file."""
 
     def filters(self):
         """Return the filter table."""
@@ -60,4 +75,5 @@ class FilterModule(object):
             "mvp_submit_problems": mvp_submit_problems,
             "mvp_hydra_overrides": hydra_overrides,
             "mvp_job_dir": mvp_job_dir,
+            "mvp_job_file": mvp_job_file,
         }

@@ -49,6 +49,7 @@ FILES = {
     "ray_driver_log": "logs/ray_driver.log",     # Ray's copy of the driver log
     "status": "logs/status.json",                # Ray's last status beside the verdict
     "restart": "logs/restart.json",              # this attempt failed and was continued as "next" (submit_job)
+    "stopped_by": "logs/stopped_by.json",        # a cluster play (down.yml) stopped the job: which, and when
     "placement": "debug/placement.json",         # where the driver landed (ray_job)
     "debug": "debug",                            # timestamped ray status / job list / nodes / actors
     "checkpoints": "checkpoints",                # verl's trainer.default_local_dir

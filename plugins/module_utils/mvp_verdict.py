@@ -24,8 +24,8 @@ Causes (the fixed vocabulary, ``CAUSES``): ``node_lost``, ``host_oom``, ``device
 queue admitted the job to were taken before verl reserved them: verl's resource check refused,
 naming the jobs that held them; the configuration is fine), ``queue_timeout`` (the job waited in the
 cluster's queue longer than allowed and never started), ``config_rejected``
-(before the first step), ``user_code`` (the reward function), ``stopped`` (by a person; "never
-started" when it was stopped while queued),
+(before the first step), ``user_code`` (the reward function), ``stopped`` (by a person, or by the cluster play that
+``logs/stopped_by.json`` names; "never started" when it was stopped while queued),
 ``short_training`` (SUCCEEDED with fewer steps than verl planned), ``no_progress`` (a resumed
 job whose first step is not the checkpoint's step + 1, or that logged none: "resumed without
 progress"), ``unknown``. ``RETRYABLE_CAUSES`` are the ones an automatic restart may follow.
@@ -269,7 +269,7 @@ def _resume_problem(steps, resumed, planned, status):
 
 def classify(status, exit_code=None, message="", log_text="", log_name=FILES["driver_log"],
              steps=(), planned=None, resumed=0, watchdog=None, nodes=(), actors=(), start_ms=None,
-             end_ms=None, user_files=(), training=True, holders=()):
+             end_ms=None, user_files=(), training=True, holders=(), stopped_by=None):
     """The verdict of one job.
 
     :param status: str, Ray's job status (PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED).
@@ -290,6 +290,8 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
     :param training: bool, the workload is a trainer (a script workload only needs to succeed).
     :param holders: list of str, the other jobs active when it ended (``id (STATUS)``): named as the
         holders of the resources when verl refused a busy cluster.
+    :param stopped_by: dict or None, ``logs/stopped_by.json``: the cluster play that stopped the job
+        (``by``, ``at``), named in the summary of a STOPPED job instead of a person.
     :returns: dict with ``verdict`` (``trained``, ``succeeded`` for a script, ``failed`` or
         ``running``), ``cause`` (one of CAUSES, or None), ``summary`` (one line),
         ``steps`` ({logged, last, planned, resumed}) and ``evidence`` (list of
@@ -338,11 +340,13 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
             return done("failed", "short_training", "Ray says SUCCEEDED but the job %s" % trained, evidence)
         return done("trained", None, trained)
     if status == "STOPPED" or (never_started and any(GATE_STOPPED_RE.match(t) for t in lines)):
+        who = ("by %s at %s" % (stopped_by.get("by"), stopped_by.get("at")) if stopped_by
+               else "(ray job stop or stop.yml)")
+        evidence = ([{"file": FILES["stopped_by"], "text": json.dumps(stopped_by, sort_keys=True)}] if stopped_by
+                    else []) + [{"source": "ray job", "text": message or "STOPPED"}]
         if never_started and queued:
-            return done("failed", "stopped", "stopped while queued (ray job stop or stop.yml): never started",
-                        queued + [{"source": "ray job", "text": message or "STOPPED"}])
-        return done("failed", "stopped", "stopped (ray job stop or stop.yml) after it %s" % trained,
-                    [{"source": "ray job", "text": message or "STOPPED"}])
+            return done("failed", "stopped", "stopped while queued %s: never started" % who, queued + evidence)
+        return done("failed", "stopped", "stopped %s after it %s" % (who, trained), evidence)
     timed_out = [GATE_TIMEOUT_RE.match(t).group(1) for t in lines if GATE_TIMEOUT_RE.match(t)]
     if timed_out and never_started:
         return done("failed", "queue_timeout", "waited in the cluster's queue too long and never started: %s"
@@ -433,12 +437,18 @@ def judge_job_dir(job_dir, status, exit_code=None, message="", nodes=(), actors=
                       watchdog=_read_json(os.path.join(job_dir, FILES["watchdog"])),
                       nodes=nodes, actors=actors, start_ms=start_ms, end_ms=end_ms,
                       user_files=[spec["reward_fn_path"]] if spec.get("reward_fn_path") else [],
-                      training=bool(spec.get("hydra_config")) if spec else True, holders=holders)
+                      training=bool(spec.get("hydra_config")) if spec else True, holders=holders,
+                      stopped_by=_as_dict(_read_json(os.path.join(job_dir, FILES["stopped_by"]))))
     if spec_problem and record.get("verdict") != "running":
         record["summary"] = "%s (%s %s: the default metrics file %s and a trainer were assumed)" % (
             record["summary"], FILES["job_spec"], spec_problem, FILES["metrics"])
         record["evidence"].insert(0, {"file": FILES["job_spec"], "text": spec_problem})
     return record
+
+
+def _as_dict(value):
+    """``value`` when it is a dict, else None (a file that holds something else says nothing)."""
+    return value if isinstance(value, dict) else None
 
 
 def _read_spec(path):

@@ -516,6 +516,42 @@ def case_down_then_up(case):
         case.note("selftest SUCCEEDED")
 
 
+def case_down_with_a_running_job(case):
+    """down.yml refuses while a job runs, naming it and touching nothing; with mvp_running_jobs=stop it stops
+    the job first (its verdict names down.yml), then removes the nodes."""
+    cluster = case.cluster
+    case.ensure_cluster()
+    case.wait_jobs_idle()
+    job_id = "faults-down-%s-%04x" % (time.strftime("%H%M%S", time.gmtime()), os.getpid() & 0xFFFF)
+    job_dir = os.path.join(cluster.host_shared, "jobs", job_id)
+    run = case.play("submit.yml", ["-e", "workload=selftest", "-e", "wait=false", "-e", "submission_id=" + job_id,
+                                   "-e", json.dumps({"env_vars": {"MVP_SELFTEST_HOLD_SECONDS": "600"}})],
+                    label="submit.yml selftest held")
+    if run.rc != 0 or cluster.job_status(job_id) != "RUNNING":
+        raise CaseFailed("setup: the held selftest %s is %s (rc=%s)" % (job_id, cluster.job_status(job_id), run.rc))
+    started = {h: cluster.started_at(h) for h in cluster.nodes}
+    refused = case.play("down.yml", label="down.yml with a running job")
+    case.check(refused.rc not in (0, None), "down.yml rc=%s with %s running, expected a refusal" % (refused.rc, job_id))
+    case.check(job_id in refused.text and "mvp_running_jobs=stop" in refused.text and "Nothing was stopped" in refused.text,
+               "the refusal does not name %s and the ways on" % job_id)
+    case.check(cluster.job_status(job_id) == "RUNNING", "%s is %s after the refusal" % (job_id, cluster.job_status(job_id)))
+    case.check({h: cluster.started_at(h) for h in cluster.nodes} == started, "a container was touched by the refusal")
+    stopped = case.play("down.yml", ["-e", "mvp_running_jobs=stop"], label="down.yml mvp_running_jobs=stop")
+    case.check(stopped.rc == 0, "down.yml -e mvp_running_jobs=stop rc=%s" % stopped.rc)
+    try:
+        with open(os.path.join(job_dir, "logs", "status.json"), encoding="utf-8") as handle:
+            status = json.load(handle)
+    except (OSError, ValueError):
+        status = {}
+    case.check(status.get("status") == "STOPPED" and status.get("cause") == "stopped"
+               and "stopped by down.yml" in (status.get("summary") or ""),
+               "%s: %s %s %r, expected STOPPED, stopped by down.yml" % (job_id, status.get("status"), status.get("cause"),
+                                                                       status.get("summary")))
+    left = [cluster.container[h] for h in cluster.nodes if cluster.inspect(h) is not None]
+    case.check(not left, "containers still there after down.yml: %s" % left)
+    case.note("refused naming %s; then stopped: %s" % (job_id, status.get("summary")))
+
+
 CASES = [
     ("killed worker heals", "site.yml: only that worker (and its container start) changes; all ALIVE",
      case_killed_worker),
@@ -524,6 +560,8 @@ CASES = [
      case_worker_killed_during_job),
     ("restarted head", "Ray back on the head (by its container, or site.yml); workers reconnect (GCS kept) or restart; all ALIVE; "
      "job dirs unchanged", case_restarted_head),
+    ("down with a running job", "refused naming the job, nothing touched; with mvp_running_jobs=stop the job is "
+     "stopped first (verdict: stopped by down.yml) and the nodes removed", case_down_with_a_running_job),
     ("down with a wrong purge path", "fails naming mvp_down_purge_confirm; nothing deleted", case_down_wrong_purge),
     ("down then bring-up", "containers gone, shared folder kept; site.yml; selftest SUCCEEDED", case_down_then_up),
 ]

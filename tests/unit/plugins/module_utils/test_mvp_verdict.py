@@ -331,3 +331,19 @@ def test_judge_job_dir_takes_the_holders_the_entrypoint_recorded(tmp_path):
     assert record["cause"] == "busy" and "other-1 (RUNNING)" in record["summary"]
     assert "nobody (RUNNING)" in mvp_verdict.judge_job_dir(str(tmp_path), "FAILED", exit_code=1,
                                                          holders=["nobody (RUNNING)"])["summary"]
+
+
+def test_a_job_stopped_by_a_cluster_play_names_the_play(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "job_spec.json").write_text(json.dumps({"hydra_config": "ppo_trainer"}))
+    (tmp_path / "logs" / "driver.log").write_text(lines(GO, PRECHECK, "step 1"))
+    by = {"by": "down.yml (mvp_running_jobs=stop)", "at": "2026-11-25T18:00:00Z", "status_before": "RUNNING"}
+    assert mvp_verdict.judge_job_dir(str(tmp_path), "STOPPED")["summary"].startswith("stopped (ray job stop")
+    (tmp_path / "logs" / "stopped_by.json").write_text(json.dumps(by))
+    record = mvp_verdict.judge_job_dir(str(tmp_path), "STOPPED")
+    assert record["cause"] == "stopped"
+    assert record["summary"].startswith("stopped by %s at %s after it" % (by["by"], by["at"]))
+    assert record["evidence"][0] == {"file": "logs/stopped_by.json", "text": json.dumps(by, sort_keys=True)}
+    (tmp_path / "logs" / "stopped_by.json").write_text("[1, 2]")  # not a record: a person stopped it, as far as we know
+    assert mvp_verdict.judge_job_dir(str(tmp_path), "STOPPED")["summary"].startswith("stopped (ray job stop")
