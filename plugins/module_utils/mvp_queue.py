@@ -31,6 +31,7 @@ for logical GPUs too (the verl CPU platform names ``GPU`` when the cluster adver
 from __future__ import annotations
 
 import re
+import shlex
 
 # verl's trainers and how each builds its resource pools (read from verl 0.9.1; the keys are the
 # trainer's Hydra keys, with verl's defaults where the job does not set them).
@@ -178,6 +179,17 @@ def pack(shape, free):
     return left, placed
 
 
+def worker_totals(workers):
+    """The GPU and CPU totals of ALIVE workers by IP, what shapes are packed into.
+
+    :param workers: list of node dicts with ``node_ip`` (or ``node_id``) and ``resources_total`` (Ray's
+        State API rows, as ``mvp_ray.summarize`` returns them in ``alive_workers``).
+    :returns: dict node key -> {"GPU": float, "CPU": float}.
+    """
+    return {w.get("node_ip") or w.get("node_id") or "?": {key: float((w.get("resources_total") or {}).get(key, 0))
+                                                          for key in ("GPU", "CPU")} for w in workers or []}
+
+
 def _node_text(totals):
     """``10.0.0.3: 1 GPU, 16 CPUs; ...`` for a node -> resources dict."""
     return "; ".join("%s: %g GPU, %g CPU" % (node, res.get("GPU", 0), res.get("CPU", 0))
@@ -210,8 +222,6 @@ def gate_options(entrypoint):
     :param entrypoint: str, the job's entrypoint (Ray's ``JobDetails.entrypoint``).
     :returns: dict, or None when the entrypoint does not start with the gate (or cannot be split).
     """
-    import shlex
-
     try:
         words = shlex.split(entrypoint or "")
     except ValueError:

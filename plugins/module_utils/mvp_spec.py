@@ -1220,11 +1220,7 @@ def mvp_gpu_shape_problem(spec, workers):
     shape = spec.get("shape") or {}
     if not shape.get("pools"):
         return ""
-    totals = {}
-    for worker in workers or []:
-        res = worker.get("resources_total") or {}
-        totals[worker.get("node_ip") or worker.get("node_id") or "?"] = {
-            "GPU": float(res.get("GPU", 0)), "CPU": float(res.get("CPU", 0))}
+    totals = mvp_queue.worker_totals(workers)
     cpu_device = str((spec.get("trainer_overrides") or {}).get("trainer.device", "")).lower() == "cpu"
     if cpu_device and totals and not any(res["GPU"] for res in totals.values()):
         return ""

@@ -124,10 +124,6 @@ def queue_states(jobs):
     return states
 
 
-def worker_totals(summary):
-    """The ALIVE workers' GPU and CPU totals by IP (what mvp_queue.plan packs shapes into)."""
-    return {n["node_ip"]: {key: float(n["resources_total"].get(key, 0)) for key in ("GPU", "CPU")}
-            for n in summary["alive_workers"]}
 
 
 def main():
@@ -156,7 +152,7 @@ def main():
             module.fail_json(msg="Cannot list Ray jobs at %s: %s" % (address, exc), **result)
         result["jobs"] = sorted((job_row(j) for j in jobs), key=lambda r: r["start_time"] or 0)
     if module.params["queue"]:
-        entries = mvp_queue.plan(result["jobs"], worker_totals(result["summary"]))
+        entries = mvp_queue.plan(result["jobs"], mvp_queue.worker_totals(result["summary"]["alive_workers"]))
         result["queue"] = mvp_queue.queue_rows(entries, queue_states(result["jobs"]))
     module.exit_json(**result)
 

@@ -35,7 +35,7 @@ import sys
 import time
 
 from faults import CaseFailed, Cluster, finish_playbook, run_cases, start_playbook, suite_parser, write_figures
-from resume import metrics
+from resume import baseline, metrics
 from verdicts import WATCHDOG, Job, extra_vars, read_json
 
 # The first SFT holds both workers long enough for the others to be submitted behind it (15 epochs of the
@@ -124,26 +124,12 @@ def submit_in_order(case, jobs):
             raise CaseFailed("submit %s: rc=%s" % (job.id, run.rc))
 
 
-def baseline_loss(case):
-    """{step: data} of the holder's SFT request run alone (--baseline, else run here)."""
-    if case.shared.get("baseline"):
-        data = metrics(os.path.join(case.cluster.host_shared, "jobs", case.shared["baseline"]))
-        if data:
-            return data
-    job = Job(case, stamp("alone"))
-    run = job.submit("sft", HOLDER, wait=True)
-    if run.rc != 0:
-        raise CaseFailed("the baseline SFT run failed (rc=%s)" % run.rc)
-    case.shared["baseline"] = job.id
-    return metrics(job.dir)
-
-
 def case_shared_cluster(case):
     """Four jobs of three shapes and one too big, on two workers: they queue, none fails."""
     cluster = case.cluster
     case.ensure_cluster()
     case.wait_jobs_idle()
-    base = baseline_loss(case)
+    base = baseline(case, HOLDER, stamp("alone"))
     sft, grpo, sft2, one = (Job(case, stamp(k)) for k in ("sft", "grpo", "sft2", "one"))
     shapes = {sft.id: (WORKERS, GPUS_PER_WORKER), grpo.id: (1, 1), sft2.id: (WORKERS, GPUS_PER_WORKER), one.id: (1, 1)}
     submit(case, sft, "sft", HOLDER)

@@ -100,15 +100,20 @@ def corrupt_newest(case, job_dir):
     return newest
 
 
-def baseline(case):
-    """The uninterrupted run of the same request: {step: data} (run here unless --baseline names one)."""
+def baseline(case, overrides=None, job_id=None):
+    """The uninterrupted run of the same SFT request: {step: data} (run here unless --baseline names one).
+
+    :param overrides: dict, the request's trainer overrides (this suite's OVERRIDES when None).
+    :param job_id: str, the id of the run made here (a fresh ``resume-base-...`` when None).
+    """
     if case.shared.get("baseline"):
         data = metrics(os.path.join(case.cluster.host_shared, "jobs", case.shared["baseline"]))
         if data:
             return data
-    job = Job(case, stamp("base"))
+    job = Job(case, job_id or stamp("base"))
     run = case.play("submit.yml", ["-e", "workload=sft", "-e", "submission_id=" + job.id]
-                    + extra_vars(trainer_overrides=OVERRIDES, mvp_watchdog=WATCHDOG, max_restarts=0),
+                    + extra_vars(trainer_overrides=OVERRIDES if overrides is None else overrides,
+                                 mvp_watchdog=WATCHDOG, max_restarts=0),
                     label="baseline sft")
     if run.rc != 0:
         raise CaseFailed("the baseline run failed (rc=%s)" % run.rc)
