@@ -124,8 +124,6 @@ def queue_states(jobs):
     return states
 
 
-
-
 def main():
     """Module entry point."""
     module = AnsibleModule(
