@@ -118,7 +118,9 @@ def main(argv=None):
         if not os.path.exists(os.path.join(role_dir, "meta", "argument_specs.yml")):
             continue
         with open(os.path.join(role_dir, "meta", "argument_specs.yml"), encoding="utf-8") as handle:
-            short = yaml.safe_load(handle)["argument_specs"]["main"].get("short_description", "")
+            specs = yaml.safe_load(handle)["argument_specs"]
+        # A role of entry points only (running_jobs) is described by its first one.
+        short = (specs.get("main") or next(iter(specs.values()), {})).get("short_description", "")
         readme = os.path.join(role_dir, "README.md")
         old = open(readme, encoding="utf-8").read() if os.path.exists(readme) else None
         new = updated(old, render(role_dir), role, short)

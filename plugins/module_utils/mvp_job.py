@@ -50,6 +50,7 @@ FILES = {
     "status": "logs/status.json",                # Ray's last status beside the verdict
     "restart": "logs/restart.json",              # this attempt failed and was continued as "next" (submit_job)
     "stopped_by": "logs/stopped_by.json",        # a cluster play (down.yml) stopped the job: which, and when
+    "interrupted_by": "logs/interrupted_by.json",  # a cluster play (site.yml) stopped it to change its nodes
     "placement": "debug/placement.json",         # where the driver landed (ray_job)
     "debug": "debug",                            # timestamped ray status / job list / nodes / actors
     "checkpoints": "checkpoints",                # verl's trainer.default_local_dir

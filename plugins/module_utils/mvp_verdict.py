@@ -25,7 +25,9 @@ queue admitted the job to were taken before verl reserved them: verl's resource 
 naming the jobs that held them; the configuration is fine), ``queue_timeout`` (the job waited in the
 cluster's queue longer than allowed and never started), ``config_rejected``
 (before the first step), ``user_code`` (the reward function), ``stopped`` (by a person, or by the cluster play that
-``logs/stopped_by.json`` names; "never started" when it was stopped while queued),
+``logs/stopped_by.json`` names; "never started" when it was stopped while queued), ``cluster_changed``
+(a cluster play, ``site.yml -e mvp_running_jobs=restart``, stopped it to restart Ray or recreate a
+container under it: ``logs/interrupted_by.json``; restartable, the configuration is fine),
 ``short_training`` (SUCCEEDED with fewer steps than verl planned), ``no_progress`` (a resumed
 job whose first step is not the checkpoint's step + 1, or that logged none: "resumed without
 progress"), ``unknown``. ``RETRYABLE_CAUSES`` are the ones an automatic restart may follow.
@@ -42,11 +44,11 @@ try:
 except ImportError:  # the job tools' copy: verl_snapshot installs mvp_job.py beside this file
     from mvp_job import FILES  # pylint: disable=import-error
 
-CAUSES = ("node_lost", "host_oom", "device_oom", "collective", "hang", "busy", "queue_timeout", "config_rejected",
-          "user_code", "stopped", "short_training", "no_progress", "unknown")
+CAUSES = ("node_lost", "host_oom", "device_oom", "collective", "hang", "busy", "cluster_changed", "queue_timeout",
+          "config_rejected", "user_code", "stopped", "short_training", "no_progress", "unknown")
 # Causes a run may be restarted for (from its newest complete checkpoint): the cluster or the
 # machine failed, not the job's configuration or code (submit_job's max_restarts).
-RETRYABLE_CAUSES = ("node_lost", "host_oom", "collective", "hang", "busy")
+RETRYABLE_CAUSES = ("node_lost", "host_oom", "collective", "hang", "busy", "cluster_changed")
 # verl's refusal of a cluster whose free GPUs are fewer than its resource pools ask
 # (ResourcePoolManager._check_resource_available, verl/single_controller/ray/base.py): the
 # resources were taken, not misconfigured.
@@ -269,7 +271,7 @@ def _resume_problem(steps, resumed, planned, status):
 
 def classify(status, exit_code=None, message="", log_text="", log_name=FILES["driver_log"],
              steps=(), planned=None, resumed=0, watchdog=None, nodes=(), actors=(), start_ms=None,
-             end_ms=None, user_files=(), training=True, holders=(), stopped_by=None):
+             end_ms=None, user_files=(), training=True, holders=(), stopped_by=None, interrupted_by=None):
     """The verdict of one job.
 
     :param status: str, Ray's job status (PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED).
@@ -292,6 +294,9 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
         holders of the resources when verl refused a busy cluster.
     :param stopped_by: dict or None, ``logs/stopped_by.json``: the cluster play that stopped the job
         (``by``, ``at``), named in the summary of a STOPPED job instead of a person.
+    :param interrupted_by: dict or None, ``logs/interrupted_by.json``: the cluster play that stopped
+        the job to change its nodes (``by``, ``at``, ``changes``); a job that did not succeed is then
+        judged ``cluster_changed``, whatever Ray's tables say of its nodes.
     :returns: dict with ``verdict`` (``trained``, ``succeeded`` for a script, ``failed`` or
         ``running``), ``cause`` (one of CAUSES, or None), ``summary`` (one line),
         ``steps`` ({logged, last, planned, resumed}) and ``evidence`` (list of
@@ -339,6 +344,13 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
             evidence += _evidence(lines, log_name, TOTAL_STEPS_RE, 2)
             return done("failed", "short_training", "Ray says SUCCEEDED but the job %s" % trained, evidence)
         return done("trained", None, trained)
+    if interrupted_by:
+        changes = "; ".join(str(c) for c in interrupted_by.get("changes") or []) or "its nodes"
+        return done("failed", "cluster_changed", "interrupted by %s at %s to change the cluster (%s) after it %s; "
+                    "the configuration is fine (a run that may restart continues from its newest complete checkpoint)" % (
+                        interrupted_by.get("by"), interrupted_by.get("at"), changes, trained),
+                    [{"file": FILES["interrupted_by"], "text": json.dumps(interrupted_by, sort_keys=True)},
+                     {"source": "ray job", "text": message or status}])
     if status == "STOPPED" or (never_started and any(GATE_STOPPED_RE.match(t) for t in lines)):
         who = ("by %s at %s" % (stopped_by.get("by"), stopped_by.get("at")) if stopped_by
                else "(ray job stop or stop.yml)")
@@ -438,7 +450,8 @@ def judge_job_dir(job_dir, status, exit_code=None, message="", nodes=(), actors=
                       nodes=nodes, actors=actors, start_ms=start_ms, end_ms=end_ms,
                       user_files=[spec["reward_fn_path"]] if spec.get("reward_fn_path") else [],
                       training=bool(spec.get("hydra_config")) if spec else True, holders=holders,
-                      stopped_by=_as_dict(_read_json(os.path.join(job_dir, FILES["stopped_by"]))))
+                      stopped_by=_as_dict(_read_json(os.path.join(job_dir, FILES["stopped_by"]))),
+                      interrupted_by=_as_dict(_read_json(os.path.join(job_dir, FILES["interrupted_by"]))))
     if spec_problem and record.get("verdict") != "running":
         record["summary"] = "%s (%s %s: the default metrics file %s and a trainer were assumed)" % (
             record["summary"], FILES["job_spec"], spec_problem, FILES["metrics"])

@@ -39,6 +39,15 @@ options:
         C(job_dir) of its submission metadata).
     type: bool
     default: false
+  active:
+    description:
+      - Also return the jobs a change of the cluster would interrupt (implies I(jobs)) - every PENDING or
+        RUNNING job with the IPs of the nodes its driver and ALIVE actors run on (Ray's state API), its last
+        logged step and its newest complete checkpoint step, read from its job directory (module_utils
+        C(mvp_running_jobs.active_jobs)). The cluster play reads this before it restarts Ray or recreates a
+        node's container.
+    type: bool
+    default: false
 author: MVP project (@mvp)
 """
 
@@ -90,6 +99,14 @@ queue:
     - {submission_id: grpo-20261125-120100-4d5e6f, position: 2, state: queued, shape: 1 node x 1 GPU (3 CPUs each),
        locks: [transfer_queue], waits_for: "1 node x 1 GPU (3 CPUs each) to be free, held by sft-...",
        since: "2026-11-25T12:01:02Z", admitted_at: null}
+active_jobs:
+  description: With I(active=true), the PENDING and RUNNING jobs, oldest first.
+  type: list
+  elements: dict
+  returned: when active is true
+  sample:
+    - {submission_id: sft-20261125-120000-1a2b3c, status: RUNNING, job_dir: /private/jobs/sft-20261125-120000-1a2b3c,
+       node_ips: [172.18.0.3, 172.18.0.4], last_step: 12, checkpoint_step: 10, steps_at_risk: 2}
 jobs:
   description: With I(jobs=true), every job sorted by start time, oldest first.
   type: list
@@ -104,9 +121,10 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils import mvp_queue
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_running_jobs import active_jobs
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import job_file
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    CONNECTION_ARGS, connect, job_row, list_nodes, summarize)
+    CONNECTION_ARGS, connect, job_row, list_job_actors, list_nodes, summarize)
 
 
 def queue_states(jobs):
@@ -133,6 +151,7 @@ def main():
             resource=dict(type="str", default="worker_node"),
             jobs=dict(type="bool", default=False),
             queue=dict(type="bool", default=False),
+            active=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -143,12 +162,26 @@ def main():
     except Exception as exc:  # Ray raises several types for an unreachable dashboard
         module.fail_json(msg="Cannot list Ray nodes at %s: %s" % (address, exc))
     result = dict(changed=False, nodes=nodes, summary=summarize(nodes, module.params["resource"]))
-    if module.params["jobs"] or module.params["queue"]:
+    if module.params["jobs"] or module.params["queue"] or module.params["active"]:
         try:
             jobs = client.list_jobs()
         except Exception as exc:
             module.fail_json(msg="Cannot list Ray jobs at %s: %s" % (address, exc), **result)
         result["jobs"] = sorted((job_row(j) for j in jobs), key=lambda r: r["start_time"] or 0)
+    if module.params["active"]:
+        ray_ids = dict((j.get("submission_id"), j.get("job_id")) for j in jobs if isinstance(j, dict))
+
+        def actor_ips(job):
+            """The IPs of the job's ALIVE actors; none when Ray's state API cannot say."""
+            if not ray_ids.get(job["submission_id"]):
+                return []
+            try:
+                actors = list_job_actors(state, address, ray_ids[job["submission_id"]], nodes, module.params["timeout"])
+            except Exception:  # the look names the driver's node at least
+                return []
+            return [a["node_ip"] for a in actors if a.get("state") == "ALIVE"]
+
+        result["active_jobs"] = active_jobs(result["jobs"], nodes, actor_ips)
     if module.params["queue"]:
         entries = mvp_queue.plan(result["jobs"], mvp_queue.worker_totals(result["summary"]["alive_workers"]))
         result["queue"] = mvp_queue.queue_rows(entries, queue_states(result["jobs"]))

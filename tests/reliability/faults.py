@@ -68,6 +68,8 @@ class Cluster:
         self.docker_hosts = hosts("docker_hosts")
         self.nodes = [self.head] + self.workers
         self.container = {h: hostvars.get(h, {}).get("mvp_container_name") or h for h in self.nodes}
+        # The first worker's inventory settings (raw, as ansible-inventory lists them).
+        self.worker_vars = hostvars.get(self.workers[0], {}) if self.workers else {}
         head_vars = hostvars.get(self.head, {})
         self.python = head_vars.get("mvp_ray_python", "/opt/mvp/venv/bin/python")
         self.address = "http://127.0.0.1:%s" % head_vars.get("mvp_ray_dashboard_port", 8265)
@@ -552,6 +554,77 @@ def case_down_with_a_running_job(case):
     case.note("refused naming %s; then stopped: %s" % (job_id, status.get("summary")))
 
 
+def restart_forcing_change(cluster):
+    """The -e arguments of a change that makes site.yml restart Ray on every worker: one logical CPU more
+    than the inventory's ``mvp_ray_worker_cpus`` (the machine's CPU count when it is unset)."""
+    current = str(cluster.worker_vars.get("mvp_ray_worker_cpus", "") or "")
+    value = int(current) + 1 if current.isdigit() else (os.cpu_count() or 1) + 1
+    return ["-e", "mvp_ray_worker_cpus=%d" % value]
+
+
+def held_selftest(case, job_id, seconds):
+    """Submit a selftest that stays RUNNING ``seconds`` (wait=false); fail the case when it does not run."""
+    run = case.play("submit.yml", ["-e", "workload=selftest", "-e", "wait=false", "-e", "submission_id=" + job_id,
+                                   "-e", json.dumps({"env_vars": {"MVP_SELFTEST_HOLD_SECONDS": str(seconds)}})],
+                    label="submit.yml selftest held %ds" % seconds)
+    if run.rc != 0 or case.cluster.job_status(job_id) != "RUNNING":
+        raise CaseFailed("setup: the held selftest %s is %s (rc=%s)" % (job_id, case.cluster.job_status(job_id), run.rc))
+
+
+def case_site_with_a_running_job(case):
+    """site.yml whose change would restart the workers' Ray while a job runs: refused by default, naming the
+    job, nothing touched; an unchanged site.yml passes beside it; with mvp_running_jobs=wait the play waits
+    for the job's end (never interrupted), then makes the change."""
+    cluster = case.cluster
+    case.ensure_cluster()
+    case.wait_jobs_idle()
+    change = restart_forcing_change(cluster)
+    stamp = "%s-%04x" % (time.strftime("%H%M%S", time.gmtime()), os.getpid() & 0xFFFF)
+    held = "faults-site-%s" % stamp
+    held_selftest(case, held, 600)
+    before = cluster.alive()
+    refused = case.play("site.yml", change, label="site.yml %s with a running job" % change[1])
+    case.check(refused.rc not in (0, None), "site.yml rc=%s with %s running, expected a refusal" % (refused.rc, held))
+    case.check(held in refused.text and "mvp_running_jobs=wait" in refused.text
+               and "mvp_running_jobs=restart" in refused.text and "Nothing was changed" in refused.text,
+               "the refusal does not name %s and the ways on" % held)
+    case.check(cluster.job_status(held) == "RUNNING", "%s is %s after the refusal" % (held, cluster.job_status(held)))
+    case.check(cluster.alive() == before, "Ray was restarted on a node by the refused play")
+    same = case.play("site.yml", label="site.yml unchanged with a running job")
+    case.check(same.rc == 0, "an unchanged site.yml rc=%s beside a running job" % same.rc)
+    case.check(cluster.job_status(held) == "RUNNING" and cluster.alive() == before,
+               "an unchanged site.yml touched the running job or a node")
+    case.play("stop.yml", ["-e", "submission_id=" + held], label="stop.yml the held selftest")
+    # wait: the play ends after the job, which is never interrupted, and the change is made.
+    hold, waited_id = 30, "faults-site-wait-%s" % stamp
+    held_selftest(case, waited_id, hold)
+    before = cluster.alive()
+    waited = case.play("site.yml", change + ["-e", "mvp_running_jobs=wait", "-e", "running_jobs_wait_delay_s=3"],
+                       label="site.yml mvp_running_jobs=wait")
+    status = read_status(cluster, waited_id)
+    case.check(waited.rc == 0, "site.yml -e mvp_running_jobs=wait rc=%s" % waited.rc)
+    case.check(cluster.job_status(waited_id) == "SUCCEEDED",
+               "%s is %s after the waiting play, expected SUCCEEDED" % (waited_id, cluster.job_status(waited_id)))
+    case.check("Wait until the jobs end" in waited.text, "the play does not show its wait")
+    after = cluster.alive() or {}
+    renewed = [h for h in cluster.workers if after.get(h) and not after[h] & (before or {}).get(h, set())]
+    case.check(sorted(renewed) == sorted(cluster.workers), "after the wait Ray was restarted on %s, expected every "
+               "worker (%s)" % (renewed, ", ".join(cluster.workers)))
+    restored = case.play("site.yml", label="site.yml with the inventory's settings again")
+    case.check(restored.rc == 0, "site.yml restoring the inventory's settings rc=%s" % restored.rc)
+    case.note("refused naming %s; unchanged site.yml passed beside it; wait: %s %s, then Ray restarted on %s"
+              % (held, waited_id, status.get("status") or cluster.job_status(waited_id), ", ".join(renewed)))
+
+
+def read_status(cluster, job_id):
+    """A job's logs/status.json on the docker host ({} when there is none)."""
+    try:
+        with open(os.path.join(cluster.host_shared, "jobs", job_id, "logs", "status.json"), encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return {}
+
+
 CASES = [
     ("killed worker heals", "site.yml: only that worker (and its container start) changes; all ALIVE",
      case_killed_worker),
@@ -560,6 +633,9 @@ CASES = [
      case_worker_killed_during_job),
     ("restarted head", "Ray back on the head (by its container, or site.yml); workers reconnect (GCS kept) or restart; all ALIVE; "
      "job dirs unchanged", case_restarted_head),
+    ("site.yml with a running job", "a change that restarts the workers' Ray: refused naming the job, nothing "
+     "touched; unchanged site.yml passes beside it; mvp_running_jobs=wait: the play waits for the job's end, then "
+     "restarts every worker", case_site_with_a_running_job),
     ("down with a running job", "refused naming the job, nothing touched; with mvp_running_jobs=stop the job is "
      "stopped first (verdict: stopped by down.yml) and the nodes removed", case_down_with_a_running_job),
     ("down with a wrong purge path", "fails naming mvp_down_purge_confirm; nothing deleted", case_down_wrong_purge),

@@ -30,7 +30,8 @@ import re
 import sys
 import time
 
-from faults import CaseFailed, Cluster, finish_playbook, run_cases, start_playbook, suite_parser, write_figures
+from faults import (CaseFailed, Cluster, finish_playbook, restart_forcing_change, run_cases, start_playbook,
+                    suite_parser, write_figures)
 from suite import actors_of_class
 from verdicts import Job, extra_vars, read_json, training_pids, worker_of
 
@@ -173,18 +174,20 @@ def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=N
     return run, attempts, facts
 
 
-def check_continued(case, run, attempts, facts, expected_base):
-    """The run ended trained; each attempt continued from the expected checkpoint at its step + 1; the
-    last attempt ends at the baseline's last step with its final loss."""
+def check_continued(case, run, attempts, facts, expected_base, cause="node_lost"):
+    """The run ended trained; each attempt ended with ``cause`` (its verdict naming the lost node, or for
+    cluster_changed the play that interrupted it) and the next continued from the expected checkpoint at its
+    step + 1; the last attempt ends at the baseline's last step with its final loss."""
     case.check(run.rc == 0, "submit.yml rc=%s, expected 0 after the restarts" % run.rc)
     for index, (prev, nxt) in enumerate(zip(attempts, attempts[1:])):
         status = read_json(os.path.join(prev.dir, "logs", "status.json")) or {}
-        case.check(status.get("cause") == "node_lost", "%s: cause %r, expected node_lost" % (prev.id, status.get("cause")))
-        victim_ip = facts["kills"][index]["ip"]
-        case.check(victim_ip in (status.get("summary") or ""), "%s: the verdict %r does not name the lost node %s"
-                   % (prev.id, status.get("summary"), victim_ip))
+        case.check(status.get("cause") == cause, "%s: cause %r, expected %s" % (prev.id, status.get("cause"), cause))
+        named = facts["kills"][index]["ip"]
+        case.check(named in (status.get("summary") or ""), "%s: the verdict %r does not name %s"
+                   % (prev.id, status.get("summary"), named))
         link = read_json(os.path.join(prev.dir, "logs", "restart.json")) or {}
-        case.check(link.get("next") == nxt.id, "%s/logs/restart.json next=%r, expected %s" % (prev.id, link.get("next"), nxt.id))
+        case.check(link.get("next") == nxt.id and link.get("cause") == cause, "%s/logs/restart.json next=%r cause=%r, "
+                   "expected %s, %s" % (prev.id, link.get("next"), link.get("cause"), nxt.id, cause))
         spec = read_json(os.path.join(nxt.dir, "config", "job_spec.json")) or {}
         resumed = spec.get("resume_from") or {}
         expected = facts["expected_resume"][index]
@@ -247,6 +250,56 @@ def case_restarts_exhausted(case):
                "the last attempt was linked to a next one")
     case.check(not os.path.isdir(os.path.join(case.cluster.host_shared, "jobs", attempts[0].id + "-r2")),
                "a third attempt was submitted past max_restarts")
+
+
+def case_site_restarts_a_run(case):
+    """site.yml with a change that restarts the workers' Ray while an SFT run trains: refused by default
+    (the run named, nothing touched, it trains on); with mvp_running_jobs=restart the play stops it (cause
+    cluster_changed, naming site.yml), changes the workers, and submit.yml continues it as <id>-r1 from its
+    newest complete checkpoint to the uninterrupted run's last step and final loss."""
+    cluster = case.cluster
+    base = baseline(case)
+    case.ensure_cluster()
+    case.wait_jobs_idle()
+    first = Job(case, stamp("site"))
+    change = restart_forcing_change(cluster)
+    args = ["-e", "workload=sft", "-e", "submission_id=" + first.id] + extra_vars(
+        trainer_overrides=OVERRIDES, mvp_watchdog=WATCHDOG, max_restarts=1)
+    started = time.time()
+    argv, proc = start_playbook(cluster, "submit.yml", args)
+    attempts, facts = [first], {"kills": []}
+    try:
+        deadline = time.time() + 600
+        while len(first.steps()) < KILL_AFTER_STEPS:
+            if proc.poll() is not None or time.time() > deadline:
+                raise CaseFailed("%s logged %d steps before submit.yml ended" % (first.id, len(first.steps())))
+            time.sleep(0.5)
+        before = cluster.alive()
+        refused = case.play("site.yml", change, label="site.yml %s while the run trains" % change[1])
+        case.check(refused.rc not in (0, None) and first.id in refused.text and "Nothing was changed" in refused.text,
+                   "site.yml rc=%s: expected a refusal naming %s" % (refused.rc, first.id))
+        case.check(cluster.alive() == before and cluster.job_status(first.id) == "RUNNING",
+                   "the refused play touched a node or the run (%s)" % cluster.job_status(first.id))
+        steps_before = max(first.steps())
+        restarted = case.play("site.yml", change + ["-e", "mvp_running_jobs=restart"],
+                              label="site.yml %s mvp_running_jobs=restart" % change[1])
+        case.check(restarted.rc == 0, "site.yml -e mvp_running_jobs=restart rc=%s" % restarted.rc)
+        ckpt = complete_steps(os.path.join(first.dir, "checkpoints"))
+        facts["kills"].append({"at": time.time(), "job": first.id, "ip": "site.yml", "last_step": max(first.steps())})
+        facts["expected_resume"] = [max(ckpt or [0])]
+        case.note("interrupted after step %d (refused first at step %d)" % (max(first.steps()), steps_before))
+        nxt = Job(case, first.id + "-r1")
+        while not nxt.steps():
+            if proc.poll() is not None or time.time() > deadline + 600:
+                raise CaseFailed("no step of %s before submit.yml ended" % nxt.id)
+            time.sleep(0.5)
+        attempts.append(nxt)
+    finally:
+        run = finish_playbook(argv, proc, started, RUN_TIMEOUT)
+        case.keep(run, "submit sft max_restarts=1")
+    check_continued(case, run, attempts, facts, base, cause="cluster_changed")
+    restored = case.play("site.yml", label="site.yml with the inventory's settings again")
+    case.check(restored.rc == 0, "site.yml restoring the inventory's settings rc=%s" % restored.rc)
 
 
 # GRPO on the local inventory: 8 steps, a checkpoint every 2; a watchdog that catches a frozen rank
@@ -349,6 +402,9 @@ CASES = [
      "as <id>-r1 at its step + 1, ends with the uninterrupted run's last step and train/loss",
      case_killed_driver_worker_corrupt),
     ("killed other worker", "heals, continues as <id>-r1, ends like the uninterrupted run", case_killed_other_worker),
+    ("site.yml restarts a run", "a change restarting the workers' Ray: refused naming the run; with "
+     "mvp_running_jobs=restart: cause cluster_changed, <id>-r1 continues at the checkpoint's step + 1 and ends like "
+     "the uninterrupted run", case_site_restarts_a_run),
     ("restarts exhausted", "max_restarts 1, two lost nodes: FAILED listing both attempts and causes",
      case_restarts_exhausted),
     ("frozen grpo rank", "hang; nothing to heal; <id>-r1 continues at the checkpoint's step + 1 and trains to the end",

@@ -347,3 +347,27 @@ def test_a_job_stopped_by_a_cluster_play_names_the_play(tmp_path):
     assert record["evidence"][0] == {"file": "logs/stopped_by.json", "text": json.dumps(by, sort_keys=True)}
     (tmp_path / "logs" / "stopped_by.json").write_text("[1, 2]")  # not a record: a person stopped it, as far as we know
     assert mvp_verdict.judge_job_dir(str(tmp_path), "STOPPED")["summary"].startswith("stopped (ray job stop")
+
+
+def test_a_job_a_cluster_play_interrupted_is_cluster_changed_and_restartable(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "job_spec.json").write_text(json.dumps({"hydra_config": "sft_trainer_engine"}))
+    (tmp_path / "logs" / "driver.log").write_text(lines(GO, PRECHECK, "step 1"))
+    (tmp_path / "logs" / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "data": {"train/loss": 1.0}})
+                                                             + "\n" for s in (1, 2, 3)))
+    by = {"by": "site.yml (mvp_running_jobs=restart)", "at": "2026-11-25T23:40:00Z", "status_before": "RUNNING",
+          "changes": ["mvp-ray-worker-0: restart Ray (its settings change)"], "play_id": "p1", "done_file": "/x/p1.json"}
+    (tmp_path / "logs" / "interrupted_by.json").write_text(json.dumps(by))
+    # A dead node in Ray's tables (its Ray was restarted by the play) does not make it node_lost.
+    dead = [{"node_ip": "172.18.0.3", "state": "DEAD", "end_time_ms": 5000, "state_message": "restarted"}]
+    for status in ("STOPPED", "FAILED"):
+        record = mvp_verdict.judge_job_dir(str(tmp_path), status, exit_code=1, nodes=dead, start_ms=1000, end_ms=9000)
+        assert record["cause"] == "cluster_changed", record
+        assert by["by"] in record["summary"] and by["changes"][0] in record["summary"]
+        assert "trained 3 steps" in record["summary"] or "3 steps" in record["summary"]
+        assert record["evidence"][0] == {"file": "logs/interrupted_by.json", "text": json.dumps(by, sort_keys=True)}
+    assert "cluster_changed" in mvp_verdict.RETRYABLE_CAUSES and "cluster_changed" in mvp_verdict.CAUSES
+    # A job that trained to its end before the play stopped anything is judged on its training.
+    (tmp_path / "logs" / "driver.log").write_text(lines(GO, PRECHECK, "Total steps: 3, num_warmup_steps: 0"))
+    assert mvp_verdict.judge_job_dir(str(tmp_path), "SUCCEEDED", exit_code=0)["verdict"] == "trained"
