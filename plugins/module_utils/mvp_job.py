@@ -49,6 +49,7 @@ FILES = {
     "ray_driver_log": "logs/ray_driver.log",     # Ray's copy of the driver log
     "status": "logs/status.json",                # Ray's last status beside the verdict
     "restart": "logs/restart.json",              # this attempt failed and was continued as "next" (submit_job)
+    "supervisor": "logs/supervisor.json",        # how the run's background supervisor ended (supervise.yml)
     "stopped_by": "logs/stopped_by.json",        # a cluster play (down.yml) stopped the job: which, and when
     "interrupted_by": "logs/interrupted_by.json",  # a cluster play (site.yml) stopped it to change its nodes
     "placement": "debug/placement.json",         # where the driver landed (ray_job)

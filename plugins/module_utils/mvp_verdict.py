@@ -19,7 +19,9 @@ Inputs come from where Ray and verl put them, never from guesses:
   table (``list_actors``: ``death_cause``), as plain dicts;
 * the watchdog's record (``logs/watchdog.json``).
 
-Causes (the fixed vocabulary, ``CAUSES``): ``node_lost``, ``host_oom``, ``device_oom``,
+Causes (the fixed vocabulary, ``CAUSES``): ``node_lost``, ``head_lost`` (the Ray head that ran the job
+was lost with its job table - status ``LOST`` - before the job ended; judged from the job directory
+alone), ``host_oom``, ``device_oom``,
 ``collective`` (NCCL/Gloo timeout or abort), ``hang`` (the watchdog), ``busy`` (the resources the
 queue admitted the job to were taken before verl reserved them: verl's resource check refused,
 naming the jobs that held them; the configuration is fine), ``queue_timeout`` (the job waited in the
@@ -44,11 +46,14 @@ try:
 except ImportError:  # the job tools' copy: verl_snapshot installs mvp_job.py beside this file
     from mvp_job import FILES  # pylint: disable=import-error
 
-CAUSES = ("node_lost", "host_oom", "device_oom", "collective", "hang", "busy", "cluster_changed", "queue_timeout",
-          "config_rejected", "user_code", "stopped", "short_training", "no_progress", "unknown")
+CAUSES = ("node_lost", "head_lost", "host_oom", "device_oom", "collective", "hang", "busy", "cluster_changed",
+          "queue_timeout", "config_rejected", "user_code", "stopped", "short_training", "no_progress", "unknown")
 # Causes a run may be restarted for (from its newest complete checkpoint): the cluster or the
 # machine failed, not the job's configuration or code (submit_job's max_restarts).
-RETRYABLE_CAUSES = ("node_lost", "host_oom", "collective", "hang", "busy", "cluster_changed")
+RETRYABLE_CAUSES = ("node_lost", "head_lost", "host_oom", "collective", "hang", "busy", "cluster_changed")
+# The status a job gets when the Ray head that ran it was lost with its job table (Ray has no such
+# status: ray_job_record gives it to a job the new head does not know, lost_with_head).
+LOST_STATUS = "LOST"
 # verl's refusal of a cluster whose free GPUs are fewer than its resource pools ask
 # (ResourcePoolManager._check_resource_available, verl/single_controller/ray/base.py): the
 # resources were taken, not misconfigured.
@@ -274,7 +279,8 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
              end_ms=None, user_files=(), training=True, holders=(), stopped_by=None, interrupted_by=None):
     """The verdict of one job.
 
-    :param status: str, Ray's job status (PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED).
+    :param status: str, Ray's job status (PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED), or ``LOST_STATUS``
+        for a job whose head was lost with its job table (``head_lost`` unless it logged every planned step).
     :param exit_code: int or None, the driver's exit code (Ray's ``driver_exit_code``).
     :param message: str, Ray's job message.
     :param log_text: str, the driver output (the entrypoint's ``logs/driver.log``).
@@ -325,6 +331,13 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
         return done("running", None, "%s, %s so far" % (status or "unknown status", _steps_text(
             len(new_steps), planned, resumed)))
     trained = _steps_text(len(new_steps), planned, resumed)
+    if status == LOST_STATUS and not (planned is not None and last is not None and last >= planned):
+        return done("failed", "head_lost", "head lost: the Ray head that ran the job was lost with its job table "
+                    "while the job ran; it %s" % trained,
+                    [{"source": "ray job", "text": message or "unknown to the Ray head that answers now"},
+                     {"file": FILES["metrics"], "text": "%d step lines, last step %s" % (len(steps), last)}])
+    if status == LOST_STATUS:
+        status = "SUCCEEDED"  # it logged every step it planned before its head was lost
     stalled = _resume_problem(steps, resumed, planned, status)
     if stalled:
         return done("failed", "no_progress", "resumed without progress: %s" % stalled,

@@ -32,6 +32,15 @@ options:
     description: The job's directory (C(<shared_root>/jobs/<submission_id>)); it must exist.
     type: path
     required: true
+  lost_with_head:
+    description:
+      - The Ray head that ran the job was lost, and its job table with it (the waiting play or the supervisor
+        saw the head go, then healed the cluster). A job the head that answers now does not know is then judged
+        from its job directory alone, with the status C(LOST) (module_utils C(mvp_verdict.LOST_STATUS)) - the cause
+        C(head_lost) unless it had logged every planned step - and its record is written; without it such a job
+        gets no record.
+    type: bool
+    default: false
 author: MVP project (@mvp)
 """
 
@@ -52,7 +61,8 @@ job:
 verdict:
   description: >-
     The project's verdict - verdict (C(trained), C(succeeded), C(failed), C(running)), cause (C(node_lost),
-    C(host_oom), C(device_oom), C(collective), C(hang), C(config_rejected), C(user_code), C(stopped),
+    C(head_lost), C(host_oom), C(device_oom), C(collective), C(hang), C(busy), C(cluster_changed), C(queue_timeout),
+    C(config_rejected), C(user_code), C(stopped),
     C(short_training), C(no_progress), C(unknown)), summary (one line), evidence (list of {file, line, text} or
     {source, text}), steps ({logged, last, planned, resumed}); also written into the status file.
   type: dict
@@ -79,7 +89,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import job_file
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import judge_job_dir
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import LOST_STATUS, judge_job_dir
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     CONNECTION_ARGS, JobModule, list_job_actors, list_nodes, status_name)
 
@@ -134,13 +144,19 @@ class RayJobRecord(JobModule):
             self.module.fail_json(msg="job_dir %s does not exist: give the job's directory "
                                       "(<shared_root>/jobs/<submission_id>)" % job_dir)
         job = self.info()
+        if job is None and self.params["lost_with_head"]:
+            job = {"submission_id": self.params["submission_id"], "status": LOST_STATUS,
+                   "message": "the Ray head that ran it was lost with its job table; the head that answers now "
+                              "does not know it"}
         result = {"changed": False, "job": job}
         if job is None:
             self.module.exit_json(**result)
         result["verdict"] = self.judge(job)
         result["log_dest"] = job_file(job_dir, "ray_driver_log")
         result["status_dest"] = job_file(job_dir, "status")
-        logs = self.driver_log(result)
+        logs = (self.driver_log(result) if job.get("status") != LOST_STATUS else
+                "# Ray has no driver log of %s: the head that ran it was lost with its job table.\n# The copy written "
+                "by the entrypoint is %s.\n" % (self.params["submission_id"], job_file("", "driver_log")))
         if not self.module.check_mode:
             record = {key: job.get(key) for key in STATUS_KEYS}
             record.update(status=status_name(job.get("status")), recorded_at=round(time.time(), 3))
@@ -158,6 +174,7 @@ def main():
             CONNECTION_ARGS,
             submission_id=dict(type="str", required=True),
             job_dir=dict(type="path", required=True),
+            lost_with_head=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

@@ -15,8 +15,10 @@ baseline run's metrics), never from the code under test:
   tracker file covers, after the fault (computed here by listing the folder);
 * the first step of ``-r1`` = that N + 1; its last step and final loss = the baseline's.
 
-Cases: "killed driver worker, corrupt newest" (CI), "killed other worker", "restarts exhausted",
-"frozen grpo rank" (the watchdog's hang restarts too), "two grpo at once" (jobs sharing a cluster).
+Cases: "killed driver worker, corrupt newest" (CI), "killed other worker", "killed head" (CI; nobody
+acting, the run's supervisor heals it), "site.yml restarts a run" (refused, then mvp_running_jobs=restart),
+"restarts exhausted", "frozen grpo rank" (the watchdog's hang restarts too), "two grpo at once" (jobs
+sharing a cluster).
 Prints a table; exits 1 when a case fails. Figures (``--seconds-out``): seconds from the kill
 to the first step of the next attempt, steps lost (steps logged past the checkpoint used).
 
@@ -302,6 +304,75 @@ def case_site_restarts_a_run(case):
     case.check(restored.rc == 0, "site.yml restoring the inventory's settings rc=%s" % restored.rc)
 
 
+# A run nobody waits for survives its head: seconds the supervisor has to bring the run to its end.
+HEAD_LOST_TIMEOUT = 900
+
+
+def case_killed_head(case, remove=False):
+    """docker kill of the head while an SFT run trains, nobody acting (submit.yml -e wait=false: its supervisor
+    follows it): the supervisor survives, heals the cluster and the run reaches the uninterrupted run's last step
+    and final loss - the same attempt when the head kept its job table (GCS storage), else <id>-r1 (head_lost)
+    from the newest complete checkpoint. The supervisor writes logs/supervisor.json and removes its pid file;
+    status.yml lists every attempt with its verdict. ``remove``: the head's container is removed (docker rm -f),
+    so the new head has an empty job table and the attempt must end head_lost, continued as <id>-r1."""
+    cluster = case.cluster
+    base = baseline(case)
+    case.ensure_cluster()
+    case.wait_jobs_idle()
+    first = Job(case, stamp("head"))
+    run = case.play("submit.yml", ["-e", "workload=sft", "-e", "wait=false", "-e", "submission_id=" + first.id]
+                    + extra_vars(trainer_overrides=OVERRIDES, mvp_watchdog=WATCHDOG, max_restarts=1),
+                    label="submit sft wait=false max_restarts=1")
+    if run.rc != 0:
+        raise CaseFailed("submit.yml -e wait=false rc=%s" % run.rc)
+    pid_file = os.path.join(os.path.expanduser("~"), ".mvp", "supervisor", first.id + ".pid")
+    case.check(os.path.exists(pid_file), "no supervisor pid file %s" % pid_file)
+    deadline = time.time() + 600
+    while len(first.steps()) < 2:
+        if time.time() > deadline:
+            raise CaseFailed("%s logged %d steps in 600 s" % (first.id, len(first.steps())))
+        time.sleep(0.5)
+    killed_at, killed_step = time.time(), max(first.steps())
+    cluster.docker(*(["rm", "-f"] if remove else ["kill"]), cluster.container[cluster.head])
+    case.note("%s the head after step %d" % ("removed" if remove else "killed", killed_step))
+    ended = os.path.join(first.dir, "logs", "supervisor.json")
+    while not os.path.exists(ended):
+        if time.time() > killed_at + HEAD_LOST_TIMEOUT:
+            raise CaseFailed("the supervisor did not end within %d s of the kill" % HEAD_LOST_TIMEOUT)
+        time.sleep(2)
+    case.seconds.setdefault("head_lost_to_end_s", []).append(round(time.time() - killed_at, 1))
+    record = read_json(ended) or {}
+    case.check(record.get("state") == "ended" and record.get("trained") is True,
+               "logs/supervisor.json %s, expected ended and trained" % record)
+    case.check(not os.path.exists(pid_file), "the supervisor's pid file outlives it")
+    attempts = [first]
+    status = read_json(os.path.join(first.dir, "logs", "status.json")) or {}
+    case.check(not remove or status.get("cause") == "head_lost", "%s: %s, expected head_lost (the head's job table "
+               "went with its container)" % (first.id, status.get("cause") or status.get("verdict")))
+    if status.get("cause") == "head_lost":
+        attempts.append(Job(case, first.id + "-r1"))
+        spec = read_json(os.path.join(attempts[1].dir, "config", "job_spec.json")) or {}
+        resumed = (spec.get("resume_from") or {}).get("step") or 0
+        steps = sorted(metrics(attempts[1].dir))
+        case.check(steps and steps[0] == resumed + 1, "%s first step %s, expected %d" % (attempts[1].id, steps[:1],
+                                                                                          resumed + 1))
+    else:
+        case.check(status.get("verdict") == "trained", "%s: %s %s, expected trained (the head kept its job table) or "
+                   "head_lost" % (first.id, status.get("cause"), status.get("summary")))
+    final, base_last = metrics(attempts[-1].dir), max(base)
+    loss, base_loss = final.get(base_last, {}).get("train/loss"), base[base_last].get("train/loss")
+    case.check(max(final or [0]) == base_last and loss is not None
+               and abs(loss - base_loss) <= 1e-6 * max(1.0, abs(base_loss)),
+               "%s ended at step %s with train/loss %s; the uninterrupted run: step %d, %s"
+               % (attempts[-1].id, max(final or [0]), loss, base_last, base_loss))
+    listed = case.play("status.yml", ["-e", "last=20"], label="status.yml")
+    for job in attempts:
+        line = next((l for l in listed.text.splitlines() if job.id + " " in l and "|" in l), "")
+        case.check(line, "status.yml does not list %s with its verdict" % job.id)
+    case.note("%s: %s; final train/loss %s = uninterrupted %s" % (
+        " -> ".join(j.id for j in attempts), status.get("cause") or status.get("verdict"), loss, base_loss))
+
+
 # GRPO on the local inventory: 8 steps, a checkpoint every 2; a watchdog that catches a frozen rank
 # in tens of seconds (its first step includes vLLM's start-up).
 GRPO_OVERRIDES = {"trainer.total_training_steps": 8, "trainer.save_freq": 2}
@@ -402,6 +473,12 @@ CASES = [
      "as <id>-r1 at its step + 1, ends with the uninterrupted run's last step and train/loss",
      case_killed_driver_worker_corrupt),
     ("killed other worker", "heals, continues as <id>-r1, ends like the uninterrupted run", case_killed_other_worker),
+    ("killed head", "nobody acting: the supervisor heals the cluster; the run ends like the uninterrupted run "
+     "(the same attempt, or <id>-r1 after head_lost); supervisor.json says so; status.yml lists the attempts",
+     case_killed_head),
+    ("removed head", "the head's container removed (its job table gone): the attempt ends head_lost, <id>-r1 "
+     "continues at the checkpoint's step + 1 and ends like the uninterrupted run; status.yml lists both",
+     lambda case: case_killed_head(case, remove=True)),
     ("site.yml restarts a run", "a change restarting the workers' Ray: refused naming the run; with "
      "mvp_running_jobs=restart: cause cluster_changed, <id>-r1 continues at the checkpoint's step + 1 and ends like "
      "the uninterrupted run", case_site_restarts_a_run),

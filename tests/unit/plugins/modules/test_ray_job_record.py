@@ -60,3 +60,29 @@ def test_fake_jobsubmissionclient_an_unknown_job_or_a_missing_job_dir_writes_not
     missing = tmp_path / "jobs" / "job-1"
     failed = run_module(main, {"address": ADDRESS, "submission_id": "job-1", "job_dir": str(missing)})
     assert failed["failed"] and failed["msg"].startswith("job_dir %s does not exist" % missing)
+
+
+def test_fake_jobsubmissionclient_a_job_lost_with_its_head_is_judged_from_its_job_directory(fake_ray, clock, run_module,
+                                                                                           tmp_path):
+    job_dir = tmp_path / "jobs" / "sft-1"
+    (job_dir / "config").mkdir(parents=True)
+    (job_dir / "logs").mkdir()
+    (job_dir / "config" / "job_spec.json").write_text(json.dumps({"submission_id": "sft-1",
+                                                                  "hydra_config": "sft_trainer_engine"}))
+    planned, logged = 8, [1, 2, 3]
+    (job_dir / "logs" / "driver.log").write_text("MVP_PRECHECK_MARKER=x\nTotal steps: %d, num_warmup_steps: 0\n" % planned)
+    (job_dir / "logs" / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": s, "data": {"train/loss": 1.0}}) + "\n" for s in logged))
+    options = {"address": ADDRESS, "submission_id": "sft-1", "job_dir": str(job_dir)}
+    # The new head does not know the job: without lost_with_head nothing is written.
+    assert run_module(main, options)["job"] is None and not (job_dir / "logs" / "status.json").exists()
+
+    result = run_module(main, dict(options, lost_with_head=True))
+    status = json.loads((job_dir / "logs" / "status.json").read_text())
+    assert result["changed"] is True and status["status"] == "LOST" == result["job"]["status"]
+    assert status["cause"] == "head_lost" and status["steps"]["last"] == max(logged)
+    assert "Ray has no driver log of sft-1: the head that ran it was lost" in (job_dir / "logs" / "ray_driver.log").read_text()
+    # Every planned step logged before the head went: it trained.
+    (job_dir / "logs" / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": s, "data": {"train/loss": 1.0}}) + "\n" for s in range(1, planned + 1)))
+    assert run_module(main, dict(options, lost_with_head=True))["verdict"]["verdict"] == "trained"
