@@ -333,7 +333,7 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
     trained = _steps_text(len(new_steps), planned, resumed)
     if status == LOST_STATUS and not (planned is not None and last is not None and last >= planned):
         return done("failed", "head_lost", "head lost: the Ray head that ran the job was lost with its job table "
-                    "while the job ran; it %s" % trained,
+                    "while the job ran%s" % ("; it %s" % trained if training else ""),
                     [{"source": "ray job", "text": message or "unknown to the Ray head that answers now"},
                      {"file": FILES["metrics"], "text": "%d step lines, last step %s" % (len(steps), last)}])
     if status == LOST_STATUS:

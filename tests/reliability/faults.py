@@ -610,10 +610,45 @@ def case_site_with_a_running_job(case):
     renewed = [h for h in cluster.workers if after.get(h) and not after[h] & (before or {}).get(h, set())]
     case.check(sorted(renewed) == sorted(cluster.workers), "after the wait Ray was restarted on %s, expected every "
                "worker (%s)" % (renewed, ", ".join(cluster.workers)))
-    restored = case.play("site.yml", label="site.yml with the inventory's settings again")
-    case.check(restored.rc == 0, "site.yml restoring the inventory's settings rc=%s" % restored.rc)
+    # No site.yml back to the inventory's settings: the down cases after this one rebuild every node.
     case.note("refused naming %s; unchanged site.yml passed beside it; wait: %s %s, then Ray restarted on %s"
               % (held, waited_id, status.get("status") or cluster.job_status(waited_id), ", ".join(renewed)))
+
+
+def case_head_lost_while_followed(case):
+    """The head's container is removed while submit.yml waits for a job: the play survives, heals the cluster
+    (a new head: the job table is gone) and judges the job from its job directory - status LOST, cause head_lost -
+    and fails naming it (a selftest never restarts); every node is ALIVE afterwards."""
+    cluster = case.cluster
+    case.ensure_cluster()
+    case.wait_jobs_idle()
+    job_id = "faults-headlost-%s-%04x" % (time.strftime("%H%M%S", time.gmtime()), os.getpid() & 0xFFFF)
+    argv, proc = start_playbook(cluster, "submit.yml", [
+        "-e", "workload=selftest", "-e", "submission_id=" + job_id,
+        "-e", json.dumps({"env_vars": {"MVP_SELFTEST_HOLD_SECONDS": "120"}})])
+    started = time.time()
+    try:
+        deadline = started + 120
+        while cluster.job_status(job_id) != "RUNNING":
+            if proc.poll() is not None or time.time() > deadline:
+                raise CaseFailed("setup: %s is %s" % (job_id, cluster.job_status(job_id)))
+            time.sleep(1)
+        time.sleep(3)  # submit.yml is following the job now
+        cluster.docker("rm", "-f", cluster.container[cluster.head])
+        removed_at = time.time()
+    finally:
+        run = finish_playbook(argv, proc, started, PLAYBOOK_TIMEOUT)
+        case.keep(run, "submit.yml selftest (head removed)")
+    status = read_status(cluster, job_id)
+    case.check(run.rc not in (0, None) and "FAILED [head_lost]" in run.text,
+               "submit.yml rc=%s does not fail naming head_lost" % run.rc)
+    case.check("the Ray head went away while %s was followed" % job_id in " ".join(run.text.split()),
+               "the play does not say the head went away")
+    case.check(status.get("status") == "LOST" and status.get("cause") == "head_lost",
+               "%s/logs/status.json: %s %s, expected LOST, head_lost" % (job_id, status.get("status"), status.get("cause")))
+    case.all_workers_alive("after the heal")
+    case.note("head removed; submit.yml healed the cluster and ended %.0f s later: %s" % (
+        time.time() - removed_at, status.get("summary")))
 
 
 def read_status(cluster, job_id):
@@ -636,6 +671,9 @@ CASES = [
     ("site.yml with a running job", "a change that restarts the workers' Ray: refused naming the job, nothing "
      "touched; unchanged site.yml passes beside it; mvp_running_jobs=wait: the play waits for the job's end, then "
      "restarts every worker", case_site_with_a_running_job),
+    ("head lost while followed", "the head's container removed while submit.yml waits: the play heals the cluster, "
+     "the job is judged LOST / head_lost from its job directory, submit.yml fails naming it; all ALIVE",
+     case_head_lost_while_followed),
     ("down with a running job", "refused naming the job, nothing touched; with mvp_running_jobs=stop the job is "
      "stopped first (verdict: stopped by down.yml) and the nodes removed", case_down_with_a_running_job),
     ("down with a wrong purge path", "fails naming mvp_down_purge_confirm; nothing deleted", case_down_wrong_purge),

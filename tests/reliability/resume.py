@@ -103,14 +103,15 @@ def corrupt_newest(case, job_dir):
     return newest
 
 
-def baseline(case, overrides=None, job_id=None):
+def baseline(case, overrides=None, job_id=None, key="baseline"):
     """The uninterrupted run of the same SFT request: {step: data} (run here unless --baseline names one).
 
     :param overrides: dict, the request's trainer overrides (this suite's OVERRIDES when None).
     :param job_id: str, the id of the run made here (a fresh ``resume-base-...`` when None).
+    :param key: str, where the suite keeps the run's id for the next case of the same request.
     """
-    if case.shared.get("baseline"):
-        data = metrics(os.path.join(case.cluster.host_shared, "jobs", case.shared["baseline"]))
+    if case.shared.get(key):
+        data = metrics(os.path.join(case.cluster.host_shared, "jobs", case.shared[key]))
         if data:
             return data
     job = Job(case, job_id or stamp("base"))
@@ -120,7 +121,7 @@ def baseline(case, overrides=None, job_id=None):
                     label="baseline sft")
     if run.rc != 0:
         raise CaseFailed("the baseline run failed (rc=%s)" % run.rc)
-    case.shared["baseline"] = job.id
+    case.shared[key] = job.id
     return metrics(job.dir)
 
 
@@ -314,14 +315,17 @@ def case_killed_head(case, remove=False):
     and final loss - the same attempt when the head kept its job table (GCS storage), else <id>-r1 (head_lost)
     from the newest complete checkpoint. The supervisor writes logs/supervisor.json and removes its pid file;
     status.yml lists every attempt with its verdict. ``remove``: the head's container is removed (docker rm -f),
-    so the new head has an empty job table and the attempt must end head_lost, continued as <id>-r1."""
+    so the new head has an empty job table: the attempt (a 96-step run, far longer than the 60 s its raylets wait
+    for the lost GCS) is judged from its job directory - status LOST, cause head_lost - and continued as <id>-r1."""
     cluster = case.cluster
-    base = baseline(case)
+    # Removed: a run long enough that its raylets give up on the lost GCS (60 s) well before its end.
+    overrides = dict(OVERRIDES, **{"trainer.total_epochs": 12, "trainer.save_freq": 8}) if remove else OVERRIDES
+    base = baseline(case, overrides, stamp("base-long"), "long_baseline") if remove else baseline(case)
     case.ensure_cluster()
     case.wait_jobs_idle()
     first = Job(case, stamp("head"))
     run = case.play("submit.yml", ["-e", "workload=sft", "-e", "wait=false", "-e", "submission_id=" + first.id]
-                    + extra_vars(trainer_overrides=OVERRIDES, mvp_watchdog=WATCHDOG, max_restarts=1),
+                    + extra_vars(trainer_overrides=overrides, mvp_watchdog=WATCHDOG, max_restarts=1),
                     label="submit sft wait=false max_restarts=1")
     if run.rc != 0:
         raise CaseFailed("submit.yml -e wait=false rc=%s" % run.rc)
@@ -347,8 +351,9 @@ def case_killed_head(case, remove=False):
     case.check(not os.path.exists(pid_file), "the supervisor's pid file outlives it")
     attempts = [first]
     status = read_json(os.path.join(first.dir, "logs", "status.json")) or {}
-    case.check(not remove or status.get("cause") == "head_lost", "%s: %s, expected head_lost (the head's job table "
-               "went with its container)" % (first.id, status.get("cause") or status.get("verdict")))
+    case.check(not remove or (status.get("status"), status.get("cause")) == ("LOST", "head_lost"),
+               "%s: %s %s, expected LOST, head_lost (the head's job table went with its container)"
+               % (first.id, status.get("status"), status.get("cause")))
     if status.get("cause") == "head_lost":
         attempts.append(Job(case, first.id + "-r1"))
         spec = read_json(os.path.join(attempts[1].dir, "config", "job_spec.json")) or {}
@@ -476,8 +481,8 @@ CASES = [
     ("killed head", "nobody acting: the supervisor heals the cluster; the run ends like the uninterrupted run "
      "(the same attempt, or <id>-r1 after head_lost); supervisor.json says so; status.yml lists the attempts",
      case_killed_head),
-    ("removed head", "the head's container removed (its job table gone): the attempt ends head_lost, <id>-r1 "
-     "continues at the checkpoint's step + 1 and ends like the uninterrupted run; status.yml lists both",
+    ("removed head", "the head's container removed (its job table gone) early in a 96-step run: LOST, head_lost; "
+     "<id>-r1 continues at the checkpoint's step + 1 and ends like the uninterrupted run; status.yml lists both",
      lambda case: case_killed_head(case, remove=True)),
     ("site.yml restarts a run", "a change restarting the workers' Ray: refused naming the run; with "
      "mvp_running_jobs=restart: cause cluster_changed, <id>-r1 continues at the checkpoint's step + 1 and ends like "
