@@ -371,3 +371,15 @@ def test_a_job_a_cluster_play_interrupted_is_cluster_changed_and_restartable(tmp
     # A job that trained to its end before the play stopped anything is judged on its training.
     (tmp_path / "logs" / "driver.log").write_text(lines(GO, PRECHECK, "Total steps: 3, num_warmup_steps: 0"))
     assert mvp_verdict.judge_job_dir(str(tmp_path), "SUCCEEDED", exit_code=0)["verdict"] == "trained"
+
+
+def test_a_job_lost_with_its_head_is_head_lost_and_restartable_unless_it_logged_every_planned_step():
+    planned = 8
+    log = lines(GO, PRECHECK, "Total steps: %d, num_warmup_steps: 0" % planned)
+    lost = mvp_verdict.classify(mvp_verdict.LOST_STATUS, log_text=log, steps=[1, 2, 3])
+    assert (lost["verdict"], lost["cause"]) == ("failed", "head_lost") and lost["steps"]["last"] == 3
+    assert "head lost" in lost["summary"] and "head_lost" in mvp_verdict.RETRYABLE_CAUSES
+    done = mvp_verdict.classify(mvp_verdict.LOST_STATUS, log_text=log, steps=list(range(1, planned + 1)))
+    assert done["verdict"] == "trained"
+    script = mvp_verdict.classify(mvp_verdict.LOST_STATUS, log_text=lines(PRECHECK), training=False)
+    assert script["cause"] == "head_lost" and "steps" not in script["summary"]
