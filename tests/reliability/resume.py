@@ -261,13 +261,13 @@ def case_site_restarts_a_run(case):
     cluster_changed, naming site.yml), changes the workers, and submit.yml continues it as <id>-r1 from its
     newest complete checkpoint to the uninterrupted run's last step and final loss."""
     cluster = case.cluster
-    base = baseline(case)
+    base = baseline(case, LONG, stamp("base-long"), "long_baseline")
     case.ensure_cluster()
     case.wait_jobs_idle()
     first = Job(case, stamp("site"))
     change = restart_forcing_change(cluster)
     args = ["-e", "workload=sft", "-e", "submission_id=" + first.id] + extra_vars(
-        trainer_overrides=OVERRIDES, mvp_watchdog=WATCHDOG, max_restarts=1)
+        trainer_overrides=LONG, mvp_watchdog=WATCHDOG, max_restarts=1)
     started = time.time()
     argv, proc = start_playbook(cluster, "submit.yml", args)
     attempts, facts = [first], {"kills": []}
@@ -305,6 +305,11 @@ def case_site_restarts_a_run(case):
     case.check(restored.rc == 0, "site.yml restoring the inventory's settings rc=%s" % restored.rc)
 
 
+# A run long enough (320 steps, about 3 minutes here) that its raylets give up on a lost GCS (60 s) and a
+# cluster play's refusal lands well before its end, with checkpoints off the epoch boundaries (8 steps an
+# epoch): verl 0.9.1's SFT trainer resumed from a checkpoint at an epoch's end trains one epoch less (seen:
+# resumed at 56 of 96, ended at 88 - our verdict: short_training).
+LONG = dict(OVERRIDES, **{"trainer.total_epochs": 40, "trainer.save_freq": 11})
 # A run nobody waits for survives its head: seconds the supervisor has to bring the run to its end.
 HEAD_LOST_TIMEOUT = 900
 
@@ -315,14 +320,11 @@ def case_killed_head(case, remove=False):
     and final loss - the same attempt when the head kept its job table (GCS storage), else <id>-r1 (head_lost)
     from the newest complete checkpoint. The supervisor writes logs/supervisor.json and removes its pid file;
     status.yml lists every attempt with its verdict. ``remove``: the head's container is removed (docker rm -f),
-    so the new head has an empty job table: the attempt (a 96-step run, far longer than the 60 s its raylets wait
+    so the new head has an empty job table: the attempt (a 320-step run, far longer than the 60 s its raylets wait
     for the lost GCS) is judged from its job directory - status LOST, cause head_lost - and continued as <id>-r1."""
     cluster = case.cluster
-    # Removed: a run long enough that its raylets give up on the lost GCS (60 s) well before its end, with
-    # checkpoints off the epoch boundaries (8 steps an epoch): verl 0.9.1's SFT trainer resumed from a checkpoint
-    # at an epoch's end trains one epoch less (seen: resumed at 56 of 96, ended at 88 - short_training).
-    overrides = dict(OVERRIDES, **{"trainer.total_epochs": 12, "trainer.save_freq": 11}) if remove else OVERRIDES
-    base = baseline(case, overrides, stamp("base-long"), "long_baseline") if remove else baseline(case)
+    overrides = LONG if remove else OVERRIDES
+    base = baseline(case, LONG, stamp("base-long"), "long_baseline") if remove else baseline(case)
     case.ensure_cluster()
     case.wait_jobs_idle()
     first = Job(case, stamp("head"))
@@ -486,7 +488,7 @@ CASES = [
     ("killed head", "nobody acting: the supervisor heals the cluster; the run ends like the uninterrupted run "
      "(the same attempt, or <id>-r1 after head_lost); supervisor.json says so; status.yml lists the attempts",
      case_killed_head),
-    ("removed head", "the head's container removed (its job table gone) early in a 96-step run: LOST, head_lost; "
+    ("removed head", "the head's container removed (its job table gone) early in a 320-step run: LOST, head_lost; "
      "<id>-r1 continues at the checkpoint's step + 1 and ends like the uninterrupted run; status.yml lists both",
      lambda case: case_killed_head(case, remove=True)),
     ("site.yml restarts a run", "a change restarting the workers' Ray: refused naming the run; with "

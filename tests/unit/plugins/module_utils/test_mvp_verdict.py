@@ -383,3 +383,13 @@ def test_a_job_lost_with_its_head_is_head_lost_and_restartable_unless_it_logged_
     assert done["verdict"] == "trained"
     script = mvp_verdict.classify(mvp_verdict.LOST_STATUS, log_text=lines(PRECHECK), training=False)
     assert script["cause"] == "head_lost" and "steps" not in script["summary"]
+
+
+def test_the_shipped_restart_causes_are_the_retryable_causes():
+    """mvp_restart_causes (inventories/common/all/00-mvp-jobs.yml) restarts exactly the causes the verdict rules
+    call retryable: a cause added to one and not the other would restart a configuration error, or never restart."""
+    import yaml
+    with open(os.path.join(ROOT, "inventories", "common", "all", "00-mvp-jobs.yml"), encoding="utf-8") as handle:
+        shipped = yaml.safe_load(handle)["mvp_restart_causes"]
+    assert sorted(shipped) == sorted(mvp_verdict.RETRYABLE_CAUSES)
+    assert set(shipped) <= set(mvp_verdict.CAUSES)
