@@ -206,7 +206,10 @@ class Node(object):
         attempts = max(1, int(settings.get("attempts") or 1))
         delay = float(settings.get("retry_delay") or 5)
         failed = []
-        self.status.set(settings_sha256=sha, attempt=0, failed_attempts=[], node_ip="", socket_ifname="", reason="")
+        # A new state with the new settings' hash: the old "running" beside the new hash would tell the roles, which
+        # wait for both, that Ray already runs from these settings (and with no node IP) before it was restarted.
+        self.status.set(state="starting", settings_sha256=sha, attempt=0, failed_attempts=[], node_ip="",
+                        socket_ifname="", reason="")
         if settings.get("gcs_address"):
             said = False
             while not head_reachable(settings["gcs_address"]):

@@ -153,3 +153,36 @@ def test_a_worker_waits_for_the_heads_gcs_port(entry, fake_ray, tmp_path):
     os.kill(int((tmp_path / "pid").read_text()), 9)
     thread.join(10)
     assert box["code"] == 1
+
+
+def test_the_status_never_says_running_with_new_settings_before_ray_was_started_from_them(entry, fake_ray, tmp_path):
+    """The roles wait for state running with the settings file's hash: every status the entrypoint writes
+    between reading new settings and Ray's new start must say something else (the race made a worker's
+    wait return with no node IP, and the play found one worker fewer)."""
+    import hashlib
+    settings, status = tmp_path / "mvp_node.json", tmp_path / "status.json"
+    write_settings(settings, fake_ray)
+    node = entry.Node(str(settings), str(status))
+    thread, box = run_in_thread(node)
+    assert wait_for(lambda: status_of(status).get("state") == "running")
+    write_settings(settings, fake_ray, env={"MVP_INTERNAL_TOKEN": "tok-2"})
+    thread.join(20)
+    new_sha = hashlib.sha256(settings.read_bytes()).hexdigest()
+    seen, started = [], []
+    real_set, real_start = node.status.set, node.start
+
+    def recording_set(**values):
+        real_set(**values)
+        seen.append((dict(node.status.data), bool(started)))
+
+    def recording_start(*args):
+        started.append(True)
+        return real_start(*args)
+
+    node.status.set, node.start = recording_set, recording_start
+    thread, box = run_in_thread(node)
+    assert wait_for(lambda: status_of(status).get("state") == "running" and started)
+    early = [data for data, after_start in seen if not after_start and data["settings_sha256"] == new_sha]
+    assert early and all(data["state"] != "running" for data in early), early
+    os.kill(int((tmp_path / "pid").read_text()), 9)
+    thread.join(10)
