@@ -596,7 +596,7 @@ def case_site_with_a_running_job(case):
                "an unchanged site.yml touched the running job or a node")
     case.play("stop.yml", ["-e", "submission_id=" + held], label="stop.yml the held selftest")
     # wait: the play ends after the job, which is never interrupted, and the change is made.
-    hold, waited_id = 30, "faults-site-wait-%s" % stamp
+    hold, waited_id = 20, "faults-site-wait-%s" % stamp
     held_selftest(case, waited_id, hold)
     before = cluster.alive()
     waited = case.play("site.yml", change + ["-e", "mvp_running_jobs=wait", "-e", "running_jobs_wait_delay_s=3"],
