@@ -6,7 +6,7 @@ cluster (two workers with one logical GPU and 16 logical CPUs each) and checks w
 plays did, from the files the jobs wrote (``logs/driver.log``, ``logs/queue.json``,
 ``logs/status.json``, ``logs/metrics.jsonl``) and Ray's job table:
 
-* "shared cluster": an SFT run (120 steps) holds both workers' GPUs (2 nodes x 1 GPU); a GRPO run (1 x 1), a
+* "shared cluster": an SFT run (240 steps) holds both workers' GPUs (2 nodes x 1 GPU); a GRPO run (1 x 1), a
   second SFT (2 x 1) and a one-node SFT (1 x 1) are submitted behind it in that order. The queue
   shows them in that order (status.yml), a shape bigger than the cluster is refused before
   submission (no job directory, no Ray job, the running job untouched), the second SFT is stopped
