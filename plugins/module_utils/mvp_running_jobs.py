@@ -23,10 +23,8 @@ from __future__ import annotations
 import os
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_queue import ACTIVE
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import latest_checkpoint, read_metrics
-
-ACTIVE_STATUSES = ("PENDING", "RUNNING")
-MODES = ("refuse", "wait", "restart")
 
 
 def progress(job_dir):
@@ -59,7 +57,7 @@ def active_jobs(jobs, nodes, actor_ips=None, progress_of=progress):
     ips = {n.get("node_id"): n.get("node_ip") for n in nodes or []}
     out = []
     for job in sorted(jobs or [], key=lambda j: j.get("start_time") or 0):
-        if job.get("status") not in ACTIVE_STATUSES or not job.get("submission_id"):
+        if job.get("status") not in ACTIVE or not job.get("submission_id"):
             continue
         job_dir = (job.get("metadata") or {}).get("job_dir") or ""
         found = set(actor_ips(job) if actor_ips else [])

@@ -525,12 +525,7 @@ def case_down_with_a_running_job(case):
     case.ensure_cluster()
     case.wait_jobs_idle()
     job_id = "faults-down-%s-%04x" % (time.strftime("%H%M%S", time.gmtime()), os.getpid() & 0xFFFF)
-    job_dir = os.path.join(cluster.host_shared, "jobs", job_id)
-    run = case.play("submit.yml", ["-e", "workload=selftest", "-e", "wait=false", "-e", "submission_id=" + job_id,
-                                   "-e", json.dumps({"env_vars": {"MVP_SELFTEST_HOLD_SECONDS": "600"}})],
-                    label="submit.yml selftest held")
-    if run.rc != 0 or cluster.job_status(job_id) != "RUNNING":
-        raise CaseFailed("setup: the held selftest %s is %s (rc=%s)" % (job_id, cluster.job_status(job_id), run.rc))
+    held_selftest(case, job_id, 600)
     started = {h: cluster.started_at(h) for h in cluster.nodes}
     refused = case.play("down.yml", label="down.yml with a running job")
     case.check(refused.rc not in (0, None), "down.yml rc=%s with %s running, expected a refusal" % (refused.rc, job_id))
@@ -540,11 +535,7 @@ def case_down_with_a_running_job(case):
     case.check({h: cluster.started_at(h) for h in cluster.nodes} == started, "a container was touched by the refusal")
     stopped = case.play("down.yml", ["-e", "mvp_running_jobs=stop"], label="down.yml mvp_running_jobs=stop")
     case.check(stopped.rc == 0, "down.yml -e mvp_running_jobs=stop rc=%s" % stopped.rc)
-    try:
-        with open(os.path.join(job_dir, "logs", "status.json"), encoding="utf-8") as handle:
-            status = json.load(handle)
-    except (OSError, ValueError):
-        status = {}
+    status = read_status(cluster, job_id)
     case.check(status.get("status") == "STOPPED" and status.get("cause") == "stopped"
                and "stopped by down.yml" in (status.get("summary") or ""),
                "%s: %s %s %r, expected STOPPED, stopped by down.yml" % (job_id, status.get("status"), status.get("cause"),

@@ -105,7 +105,11 @@ def test_waits_for_settings_then_runs_ray_with_the_secret_in_its_environment_onl
     assert got["state"] == "exited" and "%s (pid %d) ended" % (os.environ["WATCH"], pid) in got["reason"]
 
 
-def test_new_settings_stop_ray_and_ask_for_a_new_start(entry, fake_ray, tmp_path):
+def run_then_new_settings(entry, fake_ray, tmp_path):
+    """A node that ran Ray from settings with tok-1 and returned for a new start after new ones (tok-2) came.
+
+    :returns: (node, settings path, status path).
+    """
     settings, status = tmp_path / "mvp_node.json", tmp_path / "status.json"
     write_settings(settings, fake_ray)
     node = entry.Node(str(settings), str(status))
@@ -114,6 +118,11 @@ def test_new_settings_stop_ray_and_ask_for_a_new_start(entry, fake_ray, tmp_path
     write_settings(settings, fake_ray, env={"MVP_INTERNAL_TOKEN": "tok-2"})
     thread.join(20)
     assert not thread.is_alive() and box["code"] is None
+    return node, settings, status
+
+
+def test_new_settings_stop_ray_and_ask_for_a_new_start(entry, fake_ray, tmp_path):
+    node, _settings, status = run_then_new_settings(entry, fake_ray, tmp_path)
     thread, box = run_in_thread(node)
     assert wait_for(lambda: status_of(status).get("state") == "running"
                     and "tok-2" in (tmp_path / "env").read_text())
@@ -160,13 +169,7 @@ def test_the_status_never_says_running_with_new_settings_before_ray_was_started_
     between reading new settings and Ray's new start must say something else (the race made a worker's
     wait return with no node IP, and the play found one worker fewer)."""
     import hashlib
-    settings, status = tmp_path / "mvp_node.json", tmp_path / "status.json"
-    write_settings(settings, fake_ray)
-    node = entry.Node(str(settings), str(status))
-    thread, box = run_in_thread(node)
-    assert wait_for(lambda: status_of(status).get("state") == "running")
-    write_settings(settings, fake_ray, env={"MVP_INTERNAL_TOKEN": "tok-2"})
-    thread.join(20)
+    node, settings, status = run_then_new_settings(entry, fake_ray, tmp_path)
     new_sha = hashlib.sha256(settings.read_bytes()).hexdigest()
     seen, started = [], []
     real_set, real_start = node.status.set, node.start
