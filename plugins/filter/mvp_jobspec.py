@@ -33,14 +33,11 @@ def _ansible_errors(function):
 
 
 mvp_job_spec = _ansible_errors(mvp_spec.mvp_job_spec)
-mvp_parse_jobspec = _ansible_errors(mvp_spec.mvp_parse_jobspec)
 mvp_loggers = _ansible_errors(mvp_spec.mvp_loggers)
 mvp_submit_cmd = mvp_spec.mvp_submit_cmd
 mvp_submission_id = mvp_spec.mvp_submission_id
 mvp_is_submission_id = mvp_spec.mvp_is_submission_id
-mvp_gpu_shape_problem = mvp_spec.mvp_gpu_shape_problem
 mvp_submit_problems = mvp_spec.mvp_submit_problems
-hydra_overrides = mvp_spec.hydra_overrides
 mvp_job_dir = _ansible_errors(mvp_job.job_dir)
 
 
@@ -59,21 +56,17 @@ def mvp_job_file(directory, name):
 
 
 class FilterModule(object):
-    """Job spec filters: mvp_job_spec, mvp_parse_jobspec, mvp_submit_cmd, mvp_submission_id,
-    mvp_is_submission_id, mvp_gpu_shape_problem, mvp_submit_problems, mvp_hydra_overrides, mvp_job_dir,
-    mvp_job_file."""
+    """Job spec filters: mvp_job_spec, mvp_submit_cmd, mvp_submission_id, mvp_is_submission_id,
+    mvp_submit_problems, mvp_job_dir, mvp_job_file."""
 
     def filters(self):
         """Return the filter table."""
         return {
             "mvp_job_spec": mvp_job_spec,
             "mvp_submit_cmd": mvp_submit_cmd,
-            "mvp_parse_jobspec": mvp_parse_jobspec,
             "mvp_submission_id": mvp_submission_id,
             "mvp_is_submission_id": mvp_is_submission_id,
-            "mvp_gpu_shape_problem": mvp_gpu_shape_problem,
             "mvp_submit_problems": mvp_submit_problems,
-            "mvp_hydra_overrides": hydra_overrides,
             "mvp_job_dir": mvp_job_dir,
             "mvp_job_file": mvp_job_file,
         }

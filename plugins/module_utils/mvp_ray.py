@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """Helpers shared by the project's Ray modules (ray_cluster_info, ray_head, ray_job, ray_job_info,
-ray_job_record, ray_submit_check).
+ray_job_record).
 
 They talk to Ray's Jobs API and State API on the dashboard over HTTP (module_utils.mvp_ray_rest:
 the methods of ``JobSubmissionClient`` and ``ray.util.state`` with the same names), so the modules

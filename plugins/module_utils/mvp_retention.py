@@ -304,7 +304,7 @@ def room_problem(room, checkpoints, overrides, shared_root):
     ``trainer.total_training_steps`` allows; a model keeping every checkpoint counts DEFAULT_KEEP
     when the number of steps is not given.
 
-    :param room: dict from ``ray_submit_check`` (``params``, ``files_bytes``, ``free_bytes``, ``path``,
+    :param room: dict from the head's look (``mvp_submit_check.look``: ``params``, ``files_bytes``, ``free_bytes``, ``path``,
         ``source``), or None when the head did not look.
     :param checkpoints: dict from :func:`retention` (the job spec's ``checkpoints``), or None.
     :param overrides: dict, the job's trainer overrides.

@@ -1230,7 +1230,7 @@ def mvp_gpu_shape_problem(spec, workers):
 def _dataset_problem(check, spec):
     """Say which columns the job's data files lack and which prepared datasets have them ("" when all fit).
 
-    :param check: dict from ``ray_submit_check`` (``dataset_columns``: override key -> columns or None;
+    :param check: dict from ``mvp_submit_check.look`` (``dataset_columns``: override key -> columns or None;
         ``prepared_datasets``: folder -> {file base name -> columns}).
     :param spec: dict from mvp_job_spec (``dataset_columns``: column -> why, ``data_files``, ``dataset``).
     """
@@ -1270,7 +1270,7 @@ def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
     job), more GPUs than Ray reports or a per-node GPU shape no workers give (both only with
     ``check_gpus`` and a GPU workload), no ALIVE worker carrying the entrypoint resource.
 
-    :param check: dict returned by the ``ray_submit_check`` module (``missing`` path name ->
+    :param check: dict returned by ``mvp_submit_check.look`` (ray_job's ``check``; ``missing`` path name ->
         path, ``hydra_errors``, ``dataset_columns``, ``prepared_datasets``, ``verl_errors``, ``job_dir_exists``, ``existing_job``, ``summary`` with
         ``total_gpus`` and ``alive_workers``, ``room`` with the model's ``params`` and ``files_bytes`` and
         the shared storage's ``free_bytes``).

@@ -1,7 +1,6 @@
 # -*- coding: utf-8 -*-
-"""What a submission is checked against, read in one go on the head (the ray_submit_check and
-ray_job modules): the paths that are missing, the job directory, a Ray job with the same id, the
-ALIVE nodes, the snapshot's probe, the Hydra compose of the trainer overrides, the data files'
+"""What a submission is checked against, read in one go on the head (the ray_job module's ``check``):
+the paths that are missing, the job directory, a Ray job with the same id, the ALIVE nodes, the snapshot's probe, the Hydra compose of the trainer overrides, the data files'
 parquet columns, verl's own start-up checks and the room for the checkpoints.
 
 :func:`look` returns the dict that ``mvp_spec.mvp_submit_problems`` judges.
@@ -172,10 +171,10 @@ def finish_verl_check(handle, hydra):
 
 
 def look(options, client, state, address):
-    """Everything a submission is checked against, in one go (the ray_submit_check module's options).
+    """Everything a submission is checked against, in one go (ray_job's ``check`` option).
 
     :param options: dict with ``submission_id``, ``job_dir``, ``paths`` (name -> path), ``resource``, and
-        optionally ``probe``, ``hydra``, ``datasets``, ``verl_checks``, ``room`` (see ray_submit_check).
+        optionally ``probe``, ``hydra``, ``datasets``, ``verl_checks``, ``room`` (see ray_job's ``check``).
     :param client: mvp_ray_rest.JobsClient; state: mvp_ray_rest.StateClient; address: str, the dashboard URL.
     :returns: dict with ``missing``, ``job_dir_exists``, ``probe_found``, ``hydra_errors``,
         ``resolved_config``, ``dataset_columns``, ``prepared_datasets``, ``dataset_schema_skipped``, ``room``,

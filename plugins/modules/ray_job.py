@@ -21,8 +21,8 @@ description:
   - With I(job_dir) the same call first creates the job's directory exclusively (one C(mkdir) that
     fails when it exists; nothing is submitted then) and writes its config files, and with
     I(debug_bundle) it starts the cluster snapshots in a detached process before it submits, as
-    M(mvp.ray.ray_job_dir) and M(mvp.ray.ray_debug_bundle) with I(detach=true) do - one module run on
-    the head instead of three (module_utils C(mvp_job_dir), C(mvp_debug_bundle)).
+    M(mvp.ray.ray_debug_bundle) with I(detach=true) does - one module run on the head (module_utils
+    C(mvp_job_dir), C(mvp_debug_bundle)).
   - Full check mode - nothing is submitted, stopped or deleted.
 version_added: 0.1.0
 extends_documentation_fragment:
@@ -111,10 +111,15 @@ options:
   check:
     description:
       - With I(state=submitted) and I(job_dir), look at the job first, in the same call on the head (module_utils
-        C(mvp_submit_check.look); the options of M(mvp.ray.ray_submit_check) without I(submission_id) and
-        I(job_dir), taken from this call - C(paths), C(resource) (default I(worker_resource)), C(probe),
-        C(hydra), C(datasets), C(verl_checks), C(room)), plus C(resolved_config_file), the path inside the
-        job directory that gets the trainer's composed config when it composed.
+        C(mvp_submit_check.look); I(submission_id) and I(job_dir) are this call's) - C(paths) (name -> a path
+        that must exist; empty values skipped), C(resource) (the custom resource counted as workers; default
+        I(worker_resource)), C(probe) (C({path, marker}) - whether that file of the snapshot holds the marker),
+        C(hydra) (C({config_dir, config_name, overrides}) - compose the overrides against the snapshot's Hydra
+        config), C(datasets) (C({dir, files}) - the parquet columns of each file and of the prepared datasets
+        under C(dir)), C(verl_checks) (C({python, snapshot, timeout, cache_dir}) - with C(hydra), verl's own
+        start-up checks in a subprocess of the nodes' Python), C(room) (C({model_path, shared_root}) - the
+        model's parameters and the free bytes of the jobs folder), plus C(resolved_config_file), the path
+        inside the job directory that gets the trainer's composed config when it composed.
       - With I(refuse), nothing is written or submitted when the look finds a problem.
     type: dict
   refuse:
@@ -275,7 +280,12 @@ placement_dest:
   type: str
   returned: when written
 check:
-  description: What I(check) found (the return values of M(mvp.ray.ray_submit_check)).
+  description: >-
+    What I(check) found (module_utils C(mvp_submit_check.look)) - C(missing) (name -> path), C(job_dir_exists),
+    C(existing_job) (the status of a Ray job with the id, or null), C(summary) (the ALIVE nodes, as
+    M(mvp.ray.ray_cluster_info) returns them), C(probe_found), C(hydra_errors), C(resolved_config),
+    C(dataset_columns), C(prepared_datasets), C(dataset_schema_skipped), C(verl_errors), C(verl_check) and
+    C(room) (C({params, source, files_bytes, free_bytes, total_bytes, path})).
   type: dict
   returned: when I(check) is set
 spec:

@@ -160,7 +160,7 @@ def test_sft_keeps_snapshot_device_when_the_snapshot_shares_it_with_workers(cata
 
 
 def test_jobspec_files_parse_or_fail_naming_the_file():
-    from mvp_jobspec import mvp_parse_jobspec
+    from mvp_spec import mvp_parse_jobspec  # the action ray_job_request reads JobSpec files with it
 
     assert mvp_parse_jobspec("workload: grpo\ntrainer_overrides:\n  trainer.nnodes: 2\n", "g.yaml") == {
         "workload": "grpo", "trainer_overrides": {"trainer.nnodes": 2}}

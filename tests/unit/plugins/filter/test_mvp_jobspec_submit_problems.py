@@ -13,7 +13,7 @@ def spec_of(catalog, spec_defaults):
 
 
 def healthy(spec, gpus_per_worker=0, workers=2):
-    """What ray_submit_check returns when everything is in place."""
+    """What the head's look (mvp_submit_check.look, ray_job's check) returns when everything is in place."""
     alive = [{"node_ip": "10.0.0.%d" % (i + 2), "resources_total": {"worker_node": 100, "GPU": gpus_per_worker, "CPU": 96}}
              for i in range(workers)]
     return {"missing": {}, "hydra_errors": [], "job_dir_exists": False, "existing_job": None,

@@ -1,58 +1,80 @@
-"""ray_submit_check against a fake of Ray's dashboard (Jobs REST API, State API): the paths that are missing, whether the
-job directory exists, the status of a job Ray already has with the id, the ALIVE nodes, the probe, and the
-parquet columns of the datasets; it changes nothing and fails only when Ray cannot be read.
+"""mvp_submit_check.look (the look of ray_job's ``check``) against a fake of Ray's dashboard (Jobs REST API, State
+API) over HTTP: the paths that are missing, whether the job directory exists, the status of a job Ray already has
+with the id, the ALIVE nodes, the probe, the parquet columns of the datasets and the room for the checkpoints; it
+changes nothing and raises (SubmitCheckError, keeping what it found) only when Ray cannot be read.
 """
 import pytest
 
-from ansible_collections.mvp.ray.plugins.module_utils import mvp_submit_check
-from ansible_collections.mvp.ray.plugins.modules.ray_submit_check import main
+from ansible_collections.mvp.ray.plugins.module_utils import mvp_ray, mvp_ray_rest, mvp_submit_check
+from ray_dashboard_fake import FakeRay, node
 
 ADDRESS = "http://127.0.0.1:8265"
 
 
-def args(tmp_path, **options):
-    return dict({"address": ADDRESS, "submission_id": "job-1", "job_dir": str(tmp_path / "jobs" / "job-1")},
-                **options)
+@pytest.fixture
+def cluster_nodes():
+    """A head that runs no jobs, two ALIVE workers carrying worker_node and a DEAD one."""
+    return [node("head0", "10.0.0.1", head=True, CPU=0.0),
+            node("wrk1", "10.0.0.2", CPU=8.0, worker_node=100.0),
+            node("wrk2", "10.0.0.3", CPU=8.0, GPU=2.0, worker_node=100.0),
+            node("wrk3", "10.0.0.4", state="DEAD", CPU=8.0, worker_node=100.0)]
 
 
-def test_fake_jobsubmissionclient_missing_paths_are_named_and_empty_ones_skipped(fake_ray, run_module, tmp_path):
+@pytest.fixture
+def fake_ray(monkeypatch, cluster_nodes):
+    """A FakeRay holding ``cluster_nodes`` behind ``open_url`` of module_utils mvp_ray_rest; Ray's token variables unset."""
+    fake = FakeRay()
+    fake.nodes = list(cluster_nodes)
+    monkeypatch.setattr(mvp_ray_rest, "open_url", fake.open_url)
+    for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    return fake
+
+
+def look(tmp_path, auth_token=None, **options):
+    """Run the look for submission job-1 (job directory under ``tmp_path``) with the options ray_job passes."""
+    options = dict({"submission_id": "job-1", "job_dir": str(tmp_path / "jobs" / "job-1"), "paths": {},
+                    "resource": "worker_node"}, **options)
+    client, state = mvp_ray.clients(ADDRESS, auth_token)
+    return mvp_submit_check.look(options, client, state, ADDRESS)
+
+
+def test_missing_paths_are_named_and_empty_ones_skipped(fake_ray, tmp_path):
     (tmp_path / "models" / "m").mkdir(parents=True)
     (tmp_path / "link").symlink_to(tmp_path / "nowhere")  # a link counts, where it points does not
     paths = {"model": str(tmp_path / "models" / "m"), "train_files": str(tmp_path / "datasets" / "train.parquet"),
              "reward_fn_path": "", "marker": str(tmp_path / "link")}
 
-    result = run_module(main, args(tmp_path, paths=paths))
+    result = look(tmp_path, paths=paths)
 
     assert result["missing"] == {"train_files": paths["train_files"]}
-    assert result["changed"] is False and result["job_dir_exists"] is False
+    assert result["job_dir_exists"] is False and not (tmp_path / "jobs").exists()
 
 
-def test_fake_jobsubmissionclient_an_existing_job_dir_is_reported(fake_ray, run_module, tmp_path):
+def test_an_existing_job_dir_is_reported(fake_ray, tmp_path):
     (tmp_path / "jobs" / "job-1").mkdir(parents=True)
 
-    assert run_module(main, args(tmp_path))["job_dir_exists"] is True
+    assert look(tmp_path)["job_dir_exists"] is True
 
 
 @pytest.mark.parametrize("status", [None, "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED"])
-def test_fake_jobsubmissionclient_a_job_ray_has_with_the_id_is_named_with_its_status(fake_ray, run_module, tmp_path,
-                                                                                    status):
+def test_a_job_ray_has_with_the_id_is_named_with_its_status(fake_ray, tmp_path, status):
     if status:
         fake_ray.add_job("job-1", status)
     fake_ray.add_job("job-2", "RUNNING")
 
-    result = run_module(main, args(tmp_path, auth_token="s3cret"))
+    result = look(tmp_path, auth_token="s3cret")
 
     assert result["existing_job"] == status
     assert fake_ray.clients and {auth for _path, auth in fake_ray.clients} == {"Bearer s3cret"}
     assert fake_ray.calls == []  # nothing submitted, stopped or deleted
 
 
-def test_fake_jobsubmissionclient_the_summary_counts_alive_workers_and_gpus(fake_ray, run_module, tmp_path,
-                                                                           cluster_nodes):
+def test_the_summary_counts_alive_workers_and_gpus(fake_ray, tmp_path, cluster_nodes):
     alive = [n for n in cluster_nodes if n["state"] == "ALIVE"]
     workers = [n for n in alive if n["resources_total"].get("worker_node", 0) > 0]
 
-    summary = run_module(main, args(tmp_path))["summary"]
+    summary = look(tmp_path)["summary"]
 
     assert summary["worker_ips"] == sorted(n["node_ip"] for n in workers)
     assert [n["node_id"] for n in summary["alive_workers"]] == [n["node_id"] for n in workers]
@@ -60,38 +82,35 @@ def test_fake_jobsubmissionclient_the_summary_counts_alive_workers_and_gpus(fake
     assert summary["total_gpus"] == sum(n["resources_total"].get("GPU", 0) for n in alive)
 
 
-def test_fake_jobsubmissionclient_the_probe_says_whether_the_file_holds_the_marker(fake_ray, run_module, tmp_path):
+def test_the_probe_says_whether_the_file_holds_the_marker(fake_ray, tmp_path):
     trainer = tmp_path / "sft_trainer_ray.py"
     trainer.write_text("device = config.trainer.device\n")
 
-    assert run_module(main, args(tmp_path, probe={"path": str(trainer), "marker": "config.trainer.device"}))[
-        "probe_found"] is True
-    assert run_module(main, args(tmp_path, probe={"path": str(trainer), "marker": "elsewhere"}))[
-        "probe_found"] is False
-    assert run_module(main, args(tmp_path, probe={"path": str(tmp_path / "absent.py"), "marker": "x"}))[
-        "probe_found"] is False
-    assert run_module(main, args(tmp_path))["probe_found"] is False
+    assert look(tmp_path, probe={"path": str(trainer), "marker": "config.trainer.device"})["probe_found"] is True
+    assert look(tmp_path, probe={"path": str(trainer), "marker": "elsewhere"})["probe_found"] is False
+    assert look(tmp_path, probe={"path": str(tmp_path / "absent.py"), "marker": "x"})["probe_found"] is False
+    assert look(tmp_path)["probe_found"] is False
 
 
-def test_fake_jobsubmissionclient_unreadable_nodes_fail_naming_the_address_and_keep_what_was_found(
-        fake_ray, run_module, tmp_path):
+def test_unreadable_nodes_fail_naming_the_address_and_keep_what_was_found(fake_ray, tmp_path):
     fake_ray.state_error = "dashboard down"
     paths = {"model": str(tmp_path / "absent")}
 
-    result = run_module(main, args(tmp_path, paths=paths))
+    with pytest.raises(mvp_submit_check.SubmitCheckError) as error:
+        look(tmp_path, paths=paths)
 
-    assert result["failed"]
-    assert result["msg"].startswith("Cannot list Ray nodes at %s: " % ADDRESS)
-    assert result["msg"].endswith("%s. Is the cluster up (site.yml)?" % fake_ray.state_error)
-    assert result["missing"] == paths
+    assert str(error.value).startswith("Cannot list Ray nodes at %s: " % ADDRESS)
+    assert str(error.value).endswith("%s. Is the cluster up (site.yml)?" % fake_ray.state_error)
+    assert error.value.result["missing"] == paths
 
 
-def test_fake_jobsubmissionclient_a_job_table_error_other_than_an_unknown_id_fails(fake_ray, run_module, tmp_path):
+def test_a_job_table_error_other_than_an_unknown_id_fails(fake_ray, tmp_path):
     fake_ray.info_error = "Internal Server Error"
 
-    result = run_module(main, args(tmp_path))
+    with pytest.raises(mvp_submit_check.SubmitCheckError) as error:
+        look(tmp_path)
 
-    assert result["failed"] and result["msg"] == "Cannot read Ray job job-1 at %s: Request failed with status code 500: %s." % (
+    assert str(error.value) == "Cannot read Ray job job-1 at %s: Request failed with status code 500: %s." % (
         ADDRESS, fake_ray.info_error)
 
 
@@ -119,8 +138,7 @@ def test_the_head_reads_columns_from_the_parquet_schema(tmp_path):
     assert missing == {"x": None}
 
 
-def test_fake_jobsubmissionclient_room_counts_the_model_and_the_jobs_folders_free_bytes(fake_ray, run_module,
-                                                                                       tmp_path):
+def test_room_counts_the_model_and_the_jobs_folders_free_bytes(fake_ray, tmp_path):
     import json
     import os
     import struct
@@ -132,12 +150,12 @@ def test_fake_jobsubmissionclient_room_counts_the_model_and_the_jobs_folders_fre
     (model / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 80)
     room = {"model_path": str(model), "shared_root": str(tmp_path)}
 
-    found = run_module(main, args(tmp_path, room=room))["room"]
+    found = look(tmp_path, room=room)["room"]
 
     stat = os.statvfs(str(tmp_path / "jobs"))
     assert found["params"] == 3 * 5 + 5 and found["files_bytes"] == 8 + len(header) + 80
     assert found["path"] == str(tmp_path / "jobs") and found["total_bytes"] == stat.f_blocks * stat.f_frsize
     assert abs(found["free_bytes"] - stat.f_bavail * stat.f_frsize) < 64 * 1024 * 1024  # the disk is shared
-    missing = run_module(main, args(tmp_path, room=dict(room, model_path=str(tmp_path / "none"))))["room"]
+    missing = look(tmp_path, room=dict(room, model_path=str(tmp_path / "none")))["room"]
     assert missing["params"] is None and missing["free_bytes"] is not None
-    assert run_module(main, args(tmp_path))["room"] is None
+    assert look(tmp_path)["room"] is None
