@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """GSM8K conversion to the parquet formats verl reads, with manifests.
 
-Formats (see shared DESIGN.md section 4, from verl's
+Formats (docs/how-it-works.md, "Data"; from verl's
 ``examples/data_preprocess/gsm8k.py`` and ``MultiTurnSFTDataset``):
 
 * RL rows: ``data_source`` ("openai/gsm8k"), ``prompt`` (list of one

@@ -5,7 +5,7 @@ The job spec is the single source for everything ``submit_job`` writes and
 submits: ``config/job_spec.json``, ``config/runtime_env.json``,
 ``config/submit_cmd.txt`` and the ``ray_job`` module's arguments.
 
-Format of a request (shared DESIGN.md section 3): a dict with the keys in
+Format of a request (docs/jobs.md, "Submitting jobs"): a dict with the keys in
 ``REQUEST_KEYS``; ``workload`` names an entry of the workload catalog
 (``mvp_workloads`` in ``inventories/common/all/00-mvp-workloads.yml``).
 

@@ -23,8 +23,8 @@ import json
 import os
 
 # Defaults of every setting (mvp_models item ``tiny:``); head_dim is
-# hidden_size / num_attention_heads (64 here: vLLM's CPU attention refuses 16,
-# shared VERL-ON-CPU.md row 10).
+# hidden_size / num_attention_heads (64 here: vLLM's CPU attention refuses 16;
+# docs/training-on-cpu.md, the tiny model).
 DEFAULT_SPEC = {
     "hidden_size": 128,
     "intermediate_size": 256,

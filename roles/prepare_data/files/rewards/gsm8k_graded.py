@@ -2,7 +2,7 @@
 
 verl's GSM8K rule reward gives 1 for an exact final answer and 0 otherwise, so a
 randomly initialised model scores 0 on every sample: GRPO's group advantages are
-then 0 and nothing is learned (shared VERL-ON-CPU.md). This reward keeps the exact
+then 0 and nothing is learned (docs/training-on-cpu.md). This reward keeps the exact
 answer worth 1.0 and grades everything short of it, so a tiny model's samples
 differ in score and the policy gradient is not zero.
 

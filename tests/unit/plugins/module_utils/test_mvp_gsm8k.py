@@ -1,4 +1,4 @@
-"""Unit tests of the GSM8K conversion against verl's schema (shared DESIGN.md section 4)."""
+"""Unit tests of the GSM8K conversion against verl's schema (module_utils mvp_gsm8k, docs/how-it-works.md "Data")."""
 import json
 import os
 

@@ -34,8 +34,7 @@ def offered(nodes):
 
 # ---- submit ----
 
-def test_fake_jobsubmissionclient_submit_waits_until_placed_and_saves_the_placement(fake_ray, clock, run_module,
-                                                                                    cluster_nodes, tmp_path):
+def test_submit_waits_until_placed_and_saves_the_placement(fake_ray, clock, run_module, cluster_nodes, tmp_path):
     driver = cluster_nodes[2]
     head = cluster_nodes[0]
     fake_ray.then("job-1", "PENDING", "PENDING", {"status": "RUNNING", "driver_node_id": driver["node_id"]})
@@ -62,7 +61,7 @@ def test_fake_jobsubmissionclient_submit_waits_until_placed_and_saves_the_placem
     assert not fake_ray.called("stop_job")
 
 
-def test_fake_jobsubmissionclient_pending_past_the_deadline_is_stopped_and_the_failure_names_the_shape(
+def test_pending_past_the_deadline_is_stopped_and_the_failure_names_the_shape(
         fake_ray, clock, run_module, cluster_nodes):
     resources = {"worker_node": 1, "gpu_node": 1}
     options = args(entrypoint="python -u job.py", entrypoint_resources=resources, entrypoint_num_cpus=1,
@@ -83,7 +82,7 @@ def test_fake_jobsubmissionclient_pending_past_the_deadline_is_stopped_and_the_f
     assert result["job"]["status"] == "PENDING"
 
 
-def test_fake_jobsubmissionclient_an_existing_id_is_reported_and_not_submitted_again(fake_ray, clock, run_module):
+def test_an_existing_id_is_reported_and_not_submitted_again(fake_ray, clock, run_module):
     fake_ray.add_job("job-1", "SUCCEEDED", entrypoint="python -u first.py")
 
     result = run_module(main, args(entrypoint="echo never", wait="placed"))
@@ -93,14 +92,14 @@ def test_fake_jobsubmissionclient_an_existing_id_is_reported_and_not_submitted_a
     assert fake_ray.calls == []
 
 
-def test_fake_jobsubmissionclient_check_mode_submits_nothing(fake_ray, clock, run_module):
+def test_check_mode_submits_nothing(fake_ray, clock, run_module):
     result = run_module(main, args(entrypoint="python -u job.py", wait="placed"), check_mode=True)
 
     assert result["changed"] is True and result["existed"] is False and result["job"] is None
     assert fake_ray.calls == [] and "job-1" not in fake_ray.jobs
 
 
-def test_fake_jobsubmissionclient_check_mode_does_not_wait_for_a_pending_job(fake_ray, clock, run_module):
+def test_check_mode_does_not_wait_for_a_pending_job(fake_ray, clock, run_module):
     fake_ray.add_job("job-1", "PENDING")
 
     result = run_module(main, args(entrypoint="python -u job.py", wait="placed"), check_mode=True)
@@ -109,14 +108,14 @@ def test_fake_jobsubmissionclient_check_mode_does_not_wait_for_a_pending_job(fak
     assert fake_ray.info_reads == 1 and clock.elapsed == 0 and fake_ray.calls == []
 
 
-def test_fake_jobsubmissionclient_submitting_needs_an_entrypoint(fake_ray, clock, run_module):
+def test_submitting_needs_an_entrypoint(fake_ray, clock, run_module):
     result = run_module(main, args())
 
     assert result["failed"] and result["msg"] == "entrypoint is required to submit job job-1"
     assert fake_ray.calls == []
 
 
-def test_fake_jobsubmissionclient_an_unreachable_jobs_api_names_the_address(fake_ray, clock, run_module):
+def test_an_unreachable_jobs_api_names_the_address(fake_ray, clock, run_module):
     fake_ray.unreachable = ConnectionError("connection refused")
 
     result = run_module(main, args(entrypoint="python -u job.py"))
@@ -143,8 +142,7 @@ def snapshot_commands(names):
     return [{"name": name, "argv": [sys.executable, "-c", "print(%r)" % ("said by " + name)]} for name in names]
 
 
-def test_fake_jobsubmissionclient_one_call_makes_the_job_dir_starts_the_snapshots_and_submits(
-        fake_ray, run_module, cluster_nodes, tmp_path):
+def test_one_call_makes_the_job_dir_starts_the_snapshots_and_submits(fake_ray, run_module, cluster_nodes, tmp_path):
     driver = cluster_nodes[1]
     fake_ray.then("job-1", "PENDING", {"status": "RUNNING", "driver_node_id": driver["node_id"]})
     job_dir = tmp_path / "jobs" / "job-1"
@@ -180,8 +178,7 @@ def test_fake_jobsubmissionclient_one_call_makes_the_job_dir_starts_the_snapshot
     assert json.loads(placement_dest.read_text())["driver_node_ip"] == driver["node_ip"]
 
 
-def test_fake_jobsubmissionclient_an_existing_job_dir_is_refused_before_anything_is_submitted(
-        fake_ray, clock, run_module, tmp_path):
+def test_an_existing_job_dir_is_refused_before_anything_is_submitted(fake_ray, clock, run_module, tmp_path):
     job_dir = tmp_path / "job-1"
     (job_dir / "config").mkdir(parents=True)
     (job_dir / "config" / "job_spec.json").write_text("earlier run\n")
@@ -199,8 +196,7 @@ def test_fake_jobsubmissionclient_an_existing_job_dir_is_refused_before_anything
     assert (job_dir / "config" / "job_spec.json").read_text() == "earlier run\n"
 
 
-def test_fake_jobsubmissionclient_check_mode_says_what_the_job_dir_would_hold_and_makes_nothing(
-        fake_ray, clock, run_module, tmp_path):
+def test_check_mode_says_what_the_job_dir_would_hold_and_makes_nothing(fake_ray, clock, run_module, tmp_path):
     job_dir = tmp_path / "job-1"
     options = args(entrypoint="python -u job.py", job_dir={"path": str(job_dir), "files": {"config/a.json": "{}"}},
                    debug_bundle={"dest": str(job_dir / "debug"), "stage": "submit", "commands": snapshot_commands(["a"])})
@@ -211,7 +207,7 @@ def test_fake_jobsubmissionclient_check_mode_says_what_the_job_dir_would_hold_an
     assert "debug_bundle" not in result and not job_dir.exists() and fake_ray.calls == []
 
 
-def test_fake_jobsubmissionclient_a_job_dir_goes_only_with_a_submission(fake_ray, clock, run_module, tmp_path):
+def test_a_job_dir_goes_only_with_a_submission(fake_ray, clock, run_module, tmp_path):
     fake_ray.add_job("job-1", "RUNNING")
 
     result = run_module(main, args(state="stopped", job_dir={"path": str(tmp_path / "job-1")}))
@@ -222,7 +218,7 @@ def test_fake_jobsubmissionclient_a_job_dir_goes_only_with_a_submission(fake_ray
 
 # ---- stop ----
 
-def test_fake_jobsubmissionclient_stop_waits_until_the_job_is_terminal(fake_ray, clock, run_module):
+def test_stop_waits_until_the_job_is_terminal(fake_ray, clock, run_module):
     fake_ray.add_job("job-1", "RUNNING")
     fake_ray.when_stopped("job-1", "RUNNING", "RUNNING", "STOPPED")
 
@@ -233,7 +229,7 @@ def test_fake_jobsubmissionclient_stop_waits_until_the_job_is_terminal(fake_ray,
     assert clock.elapsed >= 2  # it polled until Ray said STOPPED
 
 
-def test_fake_jobsubmissionclient_stop_fails_when_the_job_outlives_stop_timeout(fake_ray, clock, run_module):
+def test_stop_fails_when_the_job_outlives_stop_timeout(fake_ray, clock, run_module):
     fake_ray.add_job("job-1", "RUNNING")
     options = args(state="stopped", stop_timeout=10, poll_interval=1)
 
@@ -245,7 +241,7 @@ def test_fake_jobsubmissionclient_stop_fails_when_the_job_outlives_stop_timeout(
 
 
 @pytest.mark.parametrize("status", ["SUCCEEDED", "FAILED", "STOPPED"])
-def test_fake_jobsubmissionclient_stopping_a_terminal_job_changes_nothing(fake_ray, clock, run_module, status):
+def test_stopping_a_terminal_job_changes_nothing(fake_ray, clock, run_module, status):
     fake_ray.add_job("job-1", status)
 
     result = run_module(main, args(state="stopped"))
@@ -254,13 +250,13 @@ def test_fake_jobsubmissionclient_stopping_a_terminal_job_changes_nothing(fake_r
     assert fake_ray.calls == []
 
 
-def test_fake_jobsubmissionclient_stopping_an_unknown_job_fails(fake_ray, clock, run_module):
+def test_stopping_an_unknown_job_fails(fake_ray, clock, run_module):
     result = run_module(main, args(state="stopped"))
 
     assert result["failed"] and result["msg"] == "Ray job job-1 does not exist."
 
 
-def test_fake_jobsubmissionclient_check_mode_stops_nothing(fake_ray, clock, run_module):
+def test_check_mode_stops_nothing(fake_ray, clock, run_module):
     fake_ray.add_job("job-1", "RUNNING")
 
     result = run_module(main, args(state="stopped"), check_mode=True)
@@ -271,7 +267,7 @@ def test_fake_jobsubmissionclient_check_mode_stops_nothing(fake_ray, clock, run_
 # ---- delete ----
 
 @pytest.mark.parametrize("check_mode", [False, True])
-def test_fake_jobsubmissionclient_delete_removes_a_terminal_job(fake_ray, clock, run_module, check_mode):
+def test_delete_removes_a_terminal_job(fake_ray, clock, run_module, check_mode):
     fake_ray.add_job("job-1", "FAILED")
 
     result = run_module(main, args(state="absent"), check_mode=check_mode)
@@ -281,7 +277,7 @@ def test_fake_jobsubmissionclient_delete_removes_a_terminal_job(fake_ray, clock,
     assert ("job-1" in fake_ray.jobs) is check_mode
 
 
-def test_fake_jobsubmissionclient_delete_refuses_a_job_that_still_runs(fake_ray, clock, run_module):
+def test_delete_refuses_a_job_that_still_runs(fake_ray, clock, run_module):
     fake_ray.add_job("job-1", "RUNNING")
 
     result = run_module(main, args(state="absent"))
@@ -290,7 +286,7 @@ def test_fake_jobsubmissionclient_delete_refuses_a_job_that_still_runs(fake_ray,
     assert fake_ray.calls == []
 
 
-def test_fake_jobsubmissionclient_deleting_an_unknown_job_changes_nothing(fake_ray, clock, run_module):
+def test_deleting_an_unknown_job_changes_nothing(fake_ray, clock, run_module):
     result = run_module(main, args(state="absent"))
 
     assert result["changed"] is False and result["existed"] is False and result["job"] is None
@@ -316,8 +312,7 @@ def checked_submission(tmp_path, spec, **options):
                 refuse={"spec": spec, "worker_resource": "worker_node", "check_gpus": False}, **options)
 
 
-def test_fake_jobsubmissionclient_a_taken_id_is_refused_by_the_look_before_the_job_dir_is_touched(
-        fake_ray, clock, run_module, tmp_path):
+def test_a_taken_id_is_refused_by_the_look_before_the_job_dir_is_touched(fake_ray, clock, run_module, tmp_path):
     spec = minimal_spec(tmp_path)
     options = checked_submission(tmp_path, spec)
     fake_ray.add_job("job-1", "FAILED")
@@ -332,8 +327,7 @@ def test_fake_jobsubmissionclient_a_taken_id_is_refused_by_the_look_before_the_j
     assert {str(p): p.stat().st_mtime for p in tmp_path.rglob("*")} == before
 
 
-def test_fake_jobsubmissionclient_no_alive_worker_is_refused_naming_the_resource(fake_ray, clock, run_module,
-                                                                                tmp_path, cluster_nodes):
+def test_no_alive_worker_is_refused_naming_the_resource(fake_ray, clock, run_module, tmp_path, cluster_nodes):
     fake_ray.nodes = [n for n in cluster_nodes if n["is_head_node"]]
     spec = minimal_spec(tmp_path)
 
@@ -344,7 +338,7 @@ def test_fake_jobsubmissionclient_no_alive_worker_is_refused_naming_the_resource
 
 
 @pytest.mark.parametrize("marker_in_snapshot", [True, False])
-def test_fake_jobsubmissionclient_the_device_sharing_submission_is_taken_only_when_the_probe_finds_it(
+def test_the_device_sharing_submission_is_taken_only_when_the_probe_finds_it(
         fake_ray, clock, run_module, tmp_path, marker_in_snapshot):
     marker = "device_name=self.config.trainer.device"
     probe = tmp_path / "trainer.py"
@@ -366,6 +360,6 @@ def test_fake_jobsubmissionclient_the_device_sharing_submission_is_taken_only_wh
     assert (asked.get("runtime_env") or None) == ({"env_vars": {"A": "1"}} if marker_in_snapshot else None)
 
 
-def test_fake_jobsubmissionclient_refuse_goes_with_check(fake_ray, clock, run_module, tmp_path):
+def test_refuse_goes_with_check(fake_ray, clock, run_module, tmp_path):
     result = run_module(main, args(entrypoint="x", refuse={"spec": {}}))
     assert result["failed"] and result["msg"] == "refuse and device_sharing go with check."

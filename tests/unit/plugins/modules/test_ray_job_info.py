@@ -22,8 +22,7 @@ def alive_worker_ips(nodes):
 
 # ---- reading ----
 
-def test_fake_jobsubmissionclient_reads_the_status_and_where_the_driver_runs(fake_ray, clock, run_module,
-                                                                             cluster_nodes):
+def test_reads_the_status_and_where_the_driver_runs(fake_ray, clock, run_module, cluster_nodes):
     driver, head = cluster_nodes[1], cluster_nodes[0]
     fake_ray.add_job("job-1", "RUNNING", driver_node_id=driver["node_id"], job_id="02000000")
 
@@ -38,7 +37,7 @@ def test_fake_jobsubmissionclient_reads_the_status_and_where_the_driver_runs(fak
     assert fake_ray.calls == []  # reading changes nothing
 
 
-def test_fake_jobsubmissionclient_a_job_without_a_driver_node_has_no_placement(fake_ray, clock, run_module):
+def test_a_job_without_a_driver_node_has_no_placement(fake_ray, clock, run_module):
     fake_ray.add_job("job-1", "PENDING")
 
     result = run_module(main, args())
@@ -46,7 +45,7 @@ def test_fake_jobsubmissionclient_a_job_without_a_driver_node_has_no_placement(f
     assert result["job"]["status"] == "PENDING" and "placement" not in result
 
 
-def test_fake_jobsubmissionclient_an_unknown_id_is_no_job(fake_ray, clock, run_module):
+def test_an_unknown_id_is_no_job(fake_ray, clock, run_module):
     result = run_module(main, args(wait="terminal"))
 
     assert result == dict(result, changed=False, job=None) and "placement" not in result
@@ -54,7 +53,7 @@ def test_fake_jobsubmissionclient_an_unknown_id_is_no_job(fake_ray, clock, run_m
 
 # ---- waiting ----
 
-def test_fake_jobsubmissionclient_waits_until_the_job_is_terminal(fake_ray, clock, run_module, cluster_nodes):
+def test_waits_until_the_job_is_terminal(fake_ray, clock, run_module, cluster_nodes):
     driver = cluster_nodes[2]
     fake_ray.add_job("job-1", "PENDING")
     reads = ["PENDING", {"status": "RUNNING", "driver_node_id": driver["node_id"]}, "RUNNING",
@@ -71,8 +70,7 @@ def test_fake_jobsubmissionclient_waits_until_the_job_is_terminal(fake_ray, cloc
     assert fake_ray.calls == []
 
 
-def test_fake_jobsubmissionclient_pending_past_the_deadline_fails_as_stalled_and_leaves_the_job(
-        fake_ray, clock, run_module):
+def test_pending_past_the_deadline_fails_as_stalled_and_leaves_the_job(fake_ray, clock, run_module):
     fake_ray.add_job("job-1", "PENDING")
     options = args(wait="terminal", pending_timeout=20, poll_interval=5)
 
@@ -85,7 +83,7 @@ def test_fake_jobsubmissionclient_pending_past_the_deadline_fails_as_stalled_and
     assert fake_ray.calls == [] and fake_ray.status_of("job-1") == "PENDING"  # never stopped
 
 
-def test_fake_jobsubmissionclient_running_past_running_timeout_fails_and_leaves_the_job(fake_ray, clock, run_module):
+def test_running_past_running_timeout_fails_and_leaves_the_job(fake_ray, clock, run_module):
     fake_ray.add_job("job-1", "RUNNING")
     options = args(wait="terminal", running_timeout=60, poll_interval=10)
 
@@ -97,8 +95,7 @@ def test_fake_jobsubmissionclient_running_past_running_timeout_fails_and_leaves_
 
 
 @pytest.mark.parametrize("wait", ["none", "terminal"])
-def test_fake_jobsubmissionclient_a_placement_group_pending_past_its_deadline_fails_as_stalled(
-        fake_ray, clock, run_module, cluster_nodes, wait):
+def test_a_placement_group_pending_past_its_deadline_fails_as_stalled(fake_ray, clock, run_module, cluster_nodes, wait):
     fake_ray.add_job("job-1", "RUNNING", job_id="02000000", driver_node_id=cluster_nodes[1]["node_id"])
     unit, count, strategy, waited = {"GPU": 1, "CPU": 10}, 2, "STRICT_PACK", 700
     created_ns = int((clock.now - waited) * 1e9)
@@ -123,7 +120,7 @@ def test_fake_jobsubmissionclient_a_placement_group_pending_past_its_deadline_fa
     assert fake_ray.calls == []
 
 
-def test_fake_jobsubmissionclient_young_placement_groups_and_a_pg_deadline_of_zero_pass(fake_ray, clock, run_module):
+def test_young_placement_groups_and_a_pg_deadline_of_zero_pass(fake_ray, clock, run_module):
     fake_ray.add_job("job-1", "RUNNING", job_id="02000000")
     fake_ray.placement_groups = [{"placement_group_id": "pg", "name": "pg", "creator_job_id": "02000000",
                                   "state": "PENDING", "bundles": [], "strategy": "PACK",
@@ -137,8 +134,7 @@ def test_fake_jobsubmissionclient_young_placement_groups_and_a_pg_deadline_of_ze
     assert run_module(main, args(pg_pending_timeout=600))["stalled"] is True
 
 
-def test_fake_jobsubmissionclient_a_group_waiting_for_a_busy_cluster_is_reported_never_stalled(
-        fake_ray, clock, run_module, cluster_nodes):
+def test_a_group_waiting_for_a_busy_cluster_is_reported_never_stalled(fake_ray, clock, run_module, cluster_nodes):
     # wrk2 offers 2 GPUs; job-0 holds both, job-1 asks for one: it fits, it waits (Ray: NO_RESOURCES).
     fake_ray.add_job("job-0", "RUNNING", job_id="01000000")
     fake_ray.add_job("job-1", "RUNNING", job_id="02000000")
@@ -170,8 +166,7 @@ def test_fake_jobsubmissionclient_a_group_waiting_for_a_busy_cluster_is_reported
     assert not result.get("failed") and result["job"]["status"] == "SUCCEEDED"
 
 
-def test_fake_jobsubmissionclient_a_shape_bigger_than_every_node_stalls_without_a_scheduling_state(
-        fake_ray, clock, run_module, cluster_nodes):
+def test_a_shape_bigger_than_every_node_stalls_without_a_scheduling_state(fake_ray, clock, run_module, cluster_nodes):
     # No node offers 3 GPUs (wrk2 has 2): infeasible from the nodes' totals alone.
     fake_ray.add_job("job-1", "RUNNING", job_id="02000000")
     gpus = max(n["resources_total"].get("GPU", 0) for n in cluster_nodes) + 1

@@ -7,8 +7,7 @@ from ansible_collections.mvp.ray.plugins.modules.ray_job_record import main
 ADDRESS = "http://127.0.0.1:8265"
 
 
-def test_fake_jobsubmissionclient_saves_the_driver_log_and_the_status_with_the_verdict(fake_ray, clock, run_module,
-                                                                                      tmp_path):
+def test_saves_the_driver_log_and_the_status_with_the_verdict(fake_ray, clock, run_module, tmp_path):
     job_dir = tmp_path / "jobs" / "job-1"
     (job_dir / "config").mkdir(parents=True)
     (job_dir / "config" / "job_spec.json").write_text(json.dumps({"submission_id": "job-1"}))  # a script job
@@ -33,8 +32,7 @@ def test_fake_jobsubmissionclient_saves_the_driver_log_and_the_status_with_the_v
     assert fake_ray.calls == []  # the job itself is left as it is
 
 
-def test_fake_jobsubmissionclient_a_log_ray_cannot_return_is_named_and_check_mode_writes_nothing(
-        fake_ray, clock, run_module, tmp_path):
+def test_a_log_ray_cannot_return_is_named_and_check_mode_writes_nothing(fake_ray, clock, run_module, tmp_path):
     job_dir = tmp_path / "job-1"
     job_dir.mkdir()
     fake_ray.add_job("job-1", "FAILED", driver_exit_code=1)
@@ -52,8 +50,7 @@ def test_fake_jobsubmissionclient_a_log_ray_cannot_return_is_named_and_check_mod
     assert json.loads((job_dir / "logs" / "status.json").read_text())["status"] == "FAILED"
 
 
-def test_fake_jobsubmissionclient_an_unknown_job_or_a_missing_job_dir_writes_nothing(fake_ray, clock, run_module,
-                                                                                    tmp_path):
+def test_an_unknown_job_or_a_missing_job_dir_writes_nothing(fake_ray, clock, run_module, tmp_path):
     result = run_module(main, {"address": ADDRESS, "submission_id": "job-1", "job_dir": str(tmp_path)})
     assert result["changed"] is False and result["job"] is None and list(tmp_path.iterdir()) == []
 
@@ -62,8 +59,7 @@ def test_fake_jobsubmissionclient_an_unknown_job_or_a_missing_job_dir_writes_not
     assert failed["failed"] and failed["msg"].startswith("job_dir %s does not exist" % missing)
 
 
-def test_fake_jobsubmissionclient_a_job_lost_with_its_head_is_judged_from_its_job_directory(fake_ray, clock, run_module,
-                                                                                           tmp_path):
+def test_a_job_lost_with_its_head_is_judged_from_its_job_directory(fake_ray, clock, run_module, tmp_path):
     job_dir = tmp_path / "jobs" / "sft-1"
     (job_dir / "config").mkdir(parents=True)
     (job_dir / "logs").mkdir()

@@ -9,8 +9,8 @@ It is installed only in the project's CPU node image (images/verl-cpu); GPU
 images never carry it, and where a GPU platform is detected it wins (verl
 probes the built-in platforms first).
 
-What it provides, each item found by the failure it removes (shared
-VERL-ON-CPU.md rows 1, 3, 6):
+What it provides, each item found by the failure it removes (docs/training-on-cpu.md,
+"The local cluster trains for real"):
 
 * the Ray resource verl's placement groups and workers ask for: ``GPU`` when
   the cluster advertises (logical) GPUs, else ``CPU``

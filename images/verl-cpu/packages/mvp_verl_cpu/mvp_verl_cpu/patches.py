@@ -143,7 +143,7 @@ def _patch_valuehead_loader(model_utils):
 
     verl's ``load_valuehead_model`` (verl/utils/model.py) hard-codes
     ``attn_implementation="flash_attention_2"`` and, when that fails, asks for trl
-    (shared VERL-ON-CPU.md row 14). On CPU the same token-classification model
+    (docs/training-on-cpu.md, the plugin). On CPU the same token-classification model
     loads with ``sdpa``.
     """
     original = model_utils.load_valuehead_model

@@ -5,7 +5,7 @@ after loading and leaves the parameter empty (``dispatch_cpu_unquantized_gemm(la
 remove_weight=True)`` in vllm/model_executor/layers/linear.py). verl pushes the
 trained weights into the rollout engine every step through the parameters'
 ``weight_loader``, which then fails ("Attempted to load weight ([128,128]) into
-parameter ([0])", shared VERL-ON-CPU.md row 13), and a packed copy would go stale
+parameter ([0])", docs/training-on-cpu.md), and a packed copy would go stale
 anyway. This plugin keeps the parameters and computes linear layers with
 ``torch.nn.functional.linear`` on them, so every weight update is what the next
 rollout uses (verl's ``training/rollout_probs_diff_*`` metrics show it).
