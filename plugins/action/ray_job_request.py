@@ -10,7 +10,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import load_extra_vars
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import new_submission_id
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import new_submission_id, submission_id_prefix
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_spec import JobSpecError, mvp_parse_jobspec
 
 
@@ -54,9 +54,7 @@ class ActionModule(ActionBase):
         if given_id:
             request["submission_id"] = "%s-%d" % (given_id, index) if repeat > 1 else given_id
         else:
-            workload = request.get("workload")
-            prefix = workload if isinstance(workload, str) and workload.replace("_", "").replace("-", "").isalnum() else "job"
-            request["submission_id"] = new_submission_id(prefix)
+            request["submission_id"] = new_submission_id(submission_id_prefix(request.get("workload")))
             sources["submission_id"] = "generated"
         result.update(changed=False, request=request, given_id=str(given_id), sources=sources)
         return result

@@ -35,10 +35,11 @@ def _ansible_errors(function):
 mvp_job_spec = _ansible_errors(mvp_spec.mvp_job_spec)
 mvp_loggers = _ansible_errors(mvp_spec.mvp_loggers)
 mvp_submit_cmd = mvp_spec.mvp_submit_cmd
-mvp_submission_id = mvp_spec.mvp_submission_id
+mvp_driver_device_probe = _ansible_errors(mvp_spec.mvp_driver_device_probe)
 mvp_is_submission_id = mvp_spec.mvp_is_submission_id
 mvp_submit_problems = mvp_spec.mvp_submit_problems
 mvp_job_dir = _ansible_errors(mvp_job.job_dir)
+mvp_jobs_dir = mvp_job.jobs_dir
 
 
 def mvp_job_file(directory, name):
@@ -56,17 +57,18 @@ def mvp_job_file(directory, name):
 
 
 class FilterModule(object):
-    """Job spec filters: mvp_job_spec, mvp_submit_cmd, mvp_submission_id, mvp_is_submission_id,
-    mvp_submit_problems, mvp_job_dir, mvp_job_file."""
+    """Job spec filters: mvp_job_spec, mvp_submit_cmd, mvp_driver_device_probe, mvp_is_submission_id,
+    mvp_submit_problems, mvp_job_dir, mvp_jobs_dir, mvp_job_file."""
 
     def filters(self):
         """Return the filter table."""
         return {
             "mvp_job_spec": mvp_job_spec,
             "mvp_submit_cmd": mvp_submit_cmd,
-            "mvp_submission_id": mvp_submission_id,
+            "mvp_driver_device_probe": mvp_driver_device_probe,
             "mvp_is_submission_id": mvp_is_submission_id,
             "mvp_submit_problems": mvp_submit_problems,
             "mvp_job_dir": mvp_job_dir,
+            "mvp_jobs_dir": mvp_jobs_dir,
             "mvp_job_file": mvp_job_file,
         }

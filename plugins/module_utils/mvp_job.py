@@ -45,6 +45,7 @@ FILES = {
     "verdict": "logs/verdict.json",              # the entrypoint's verdict (mvp_verdict.classify)
     "workers_logs": "logs/workers",              # stderr tails of the job's actors, per node IP
     "interconnect": "logs/interconnect.json",    # the selftest's all-reduce bus bandwidth per size and node pair
+    "selftest_result": "checkpoints/selftest_result.json",  # the selftest's checks and whether all passed
     # written by the plays (ray_job, ray_job_record, debug_bundle)
     "ray_driver_log": "logs/ray_driver.log",     # Ray's copy of the driver log
     "status": "logs/status.json",                # Ray's last status beside the verdict
@@ -82,6 +83,16 @@ def new_submission_id(prefix, now=None, suffix=None):
         raise ValueError("%r is not a submission id: the prefix %r must be letters, digits, '.', '_' or '-'"
                          % (value, prefix))
     return value
+
+
+def submission_id_prefix(workload):
+    """The prefix a generated submission id starts with: the workload's name, or ``job`` when that name cannot
+    start an id (``SUBMISSION_ID_RE``; e.g. a name with '/' or spaces).
+
+    :param workload: any value (the request's ``workload``).
+    :returns: str.
+    """
+    return workload if is_submission_id(workload) and len(workload) <= 100 else "job"
 
 
 def jobs_dir(shared_root):

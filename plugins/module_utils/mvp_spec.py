@@ -188,16 +188,6 @@ def hydra_overrides(overrides):
     return ["%s=%s" % (key, hydra_value(overrides[key])) for key in sorted(overrides)]
 
 
-def mvp_submission_id(workload, stamp, suffix):
-    """Make a submission id ``<workload>-<stamp>-<suffix>`` that matches SUBMISSION_ID_RE.
-
-    :param workload: str, workload name.
-    :param stamp: str, UTC time such as ``20261121-120000``.
-    :param suffix: str, random hex to keep concurrent submissions apart.
-    """
-    return "%s-%s-%s" % (workload, stamp, suffix)
-
-
 def _shape(overrides, per_node_default=8):
     """A verl trainer's (trainer.nnodes, trainer.n_gpus_per_node) as ints (verl's defaults 1 and 8).
 
@@ -991,6 +981,30 @@ def _reward_path(request, site, workload, reward, shared_root):
               "%s is outside %s" % (reward, code_dir), "put the reward function under %s/ and give its absolute path"
               % code_dir)
     return reward
+
+
+def mvp_driver_device_probe(request, catalog, defaults):
+    """The file of the snapshot to read before the spec is built: does its trainer pass the driver's device on?
+
+    A catalog entry's ``driver_device`` (``key``, ``value``, ``probe_file``, ``probe_marker``) is set by the
+    builder unless the request or the inventory sets that key, or the snapshot's trainer passes it on to its
+    worker group (``probe_marker`` found in ``probe_file``): then the builder leaves the snapshot's default,
+    which keeps training on the GPUs. The caller reads that file (on the head, where the snapshot is) and
+    builds the spec once with ``defaults["snapshot_shares_device"]`` set to what it found.
+
+    :param request: dict, the request (as for mvp_job_spec).
+    :param catalog: dict, the workload catalog (mvp_workloads).
+    :param defaults: dict, the builder's defaults.
+    :returns: dict ``{"path": <absolute file of the snapshot>, "marker": str}``, or None when nothing is to read.
+    :raises JobSpecError: for the request errors mvp_job_spec would raise first (workload, id, code path).
+    """
+    identity = _check_identity(request, catalog, defaults)
+    device = identity["entry"].get("driver_device")
+    if not device:
+        return None
+    if device["key"] in _merge_overrides(identity["entry"], identity["workload"], request, defaults)["explicit"]:
+        return None
+    return {"path": posixpath.join(identity["code_path"], device["probe_file"]), "marker": device["probe_marker"]}
 
 
 def _driver_device(entry, explicit, defaults, overrides, notes):

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """What a submission is checked against, read in one go on the head (the ray_job module's ``check``):
-the paths that are missing, the job directory, a Ray job with the same id, the ALIVE nodes, the snapshot's probe, the Hydra compose of the trainer overrides, the data files'
+the paths that are missing, the job directory, a Ray job with the same id, the ALIVE nodes, the Hydra compose of the trainer overrides, the data files'
 parquet columns, verl's own start-up checks and the room for the checkpoints.
 
 :func:`look` returns the dict that ``mvp_spec.mvp_submit_problems`` judges.
@@ -33,17 +33,6 @@ CACHE_DIR = os.path.join(tempfile.gettempdir(), "mvp-verl-checks")
 def missing_paths(paths):
     """Return {name: path} for the non-empty paths of ``paths`` that do not exist."""
     return {name: path for name, path in sorted(paths.items()) if path and not os.path.lexists(str(path))}
-
-
-def probe_found(probe):
-    """Return True when ``probe["path"]`` is a readable file containing ``probe["marker"]`` (str)."""
-    if not probe:
-        return False
-    try:
-        with open(probe["path"], encoding="utf-8", errors="replace") as handle:
-            return probe["marker"] in handle.read()
-    except OSError:
-        return False
 
 
 def hydra_errors(hydra, composed_out=None):
@@ -145,7 +134,7 @@ def start_verl_check(hydra, verl_checks, job_dir, submission_id):
                 "start": time.time(), "cache": None}
     return start_snapshot_checks(verl_checks.get("python") or sys.executable, verl_checks["snapshot"], config_dir,
                                  name, list(hydra.get("overrides") or []), int(verl_checks.get("timeout") or 180),
-                                 cache_dir=verl_checks.get("cache_dir", CACHE_DIR), job_dir=job_dir,
+                                 cache_dir=verl_checks.get("cache_dir") or CACHE_DIR, job_dir=job_dir,
                                  submission_id=submission_id)
 
 
@@ -174,9 +163,9 @@ def look(options, client, state, address):
     """Everything a submission is checked against, in one go (ray_job's ``check`` option).
 
     :param options: dict with ``submission_id``, ``job_dir``, ``paths`` (name -> path), ``resource``, and
-        optionally ``probe``, ``hydra``, ``datasets``, ``verl_checks``, ``room`` (see ray_job's ``check``).
+        optionally ``hydra``, ``datasets``, ``verl_checks``, ``room`` (see ray_job's ``check``).
     :param client: mvp_ray_rest.JobsClient; state: mvp_ray_rest.StateClient; address: str, the dashboard URL.
-    :returns: dict with ``missing``, ``job_dir_exists``, ``probe_found``, ``hydra_errors``,
+    :returns: dict with ``missing``, ``job_dir_exists``, ``hydra_errors``,
         ``resolved_config``, ``dataset_columns``, ``prepared_datasets``, ``dataset_schema_skipped``, ``room``,
         ``summary``, ``existing_job``, ``verl_errors``, ``verl_check``.
     :raises SubmitCheckError: naming the address when Ray's nodes or the job cannot be read, or when
@@ -185,7 +174,6 @@ def look(options, client, state, address):
     composed = {}
     result = dict(missing=missing_paths(options.get("paths") or {}),
                   job_dir_exists=os.path.lexists(options["job_dir"]),
-                  probe_found=probe_found(options.get("probe")),
                   hydra_errors=hydra_errors(options.get("hydra"), composed))
     result["resolved_config"] = composed.get("yaml")
     # verl's own checks only on overrides that compose (else hydra_errors already names the key);

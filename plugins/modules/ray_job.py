@@ -27,6 +27,16 @@ description:
 version_added: 0.1.0
 extends_documentation_fragment:
   - mvp.ray.connection
+  - mvp.ray.attributes
+  - mvp.ray.attributes.actiongroup_ray
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Nothing is submitted, stopped or deleted and no job directory is made; with I(job_dir) the result says
+        what it would hold. I(wait=placed) does not wait.
+  diff_mode:
+    support: none
 options:
   submission_id:
     description: Ray submission id of the job.
@@ -111,31 +121,97 @@ options:
   check:
     description:
       - With I(state=submitted) and I(job_dir), look at the job first, in the same call on the head (module_utils
-        C(mvp_submit_check.look); I(submission_id) and I(job_dir) are this call's) - C(paths) (name -> a path
-        that must exist; empty values skipped), C(resource) (the custom resource counted as workers; default
-        I(worker_resource)), C(probe) (C({path, marker}) - whether that file of the snapshot holds the marker),
-        C(hydra) (C({config_dir, config_name, overrides}) - compose the overrides against the snapshot's Hydra
-        config), C(datasets) (C({dir, files}) - the parquet columns of each file and of the prepared datasets
-        under C(dir)), C(verl_checks) (C({python, snapshot, timeout, cache_dir}) - with C(hydra), verl's own
-        start-up checks in a subprocess of the nodes' Python), C(room) (C({model_path, shared_root}) - the
-        model's parameters and the free bytes of the jobs folder), plus C(resolved_config_file), the path
-        inside the job directory that gets the trainer's composed config when it composed.
+        C(mvp_submit_check.look); I(submission_id) and I(job_dir) are this call's).
       - With I(refuse), nothing is written or submitted when the look finds a problem.
     type: dict
+    suboptions:
+      paths:
+        description: Name -> a path that must exist (empty values skipped).
+        type: dict
+        default: {}
+      resource:
+        description: The custom resource counted as workers (default I(worker_resource)).
+        type: str
+      hydra:
+        description: Compose the overrides against the snapshot's Hydra config (C(config_dir), C(config_name), C(overrides)).
+        type: dict
+        suboptions:
+          config_dir:
+            description: The snapshot's C(verl/trainer/config).
+            type: path
+            required: true
+          config_name:
+            description: The trainer's config name (C(ppo_trainer), C(sft_trainer)).
+            type: str
+            required: true
+          overrides:
+            description: Hydra override strings (C(key=value)).
+            type: list
+            elements: str
+            default: []
+      datasets:
+        description: The parquet columns of each of C(files) (name -> path) and of the prepared datasets under C(dir).
+        type: dict
+        suboptions:
+          dir:
+            description: The shared storage's C(datasets) folder.
+            type: path
+            required: true
+          files:
+            description: Name -> parquet file.
+            type: dict
+            default: {}
+      verl_checks:
+        description: With I(check.hydra), verl's own start-up checks in a subprocess of the nodes' Python.
+        type: dict
+        suboptions:
+          python:
+            description: The Python with verl's requirements (the nodes' Python); default this module's.
+            type: path
+          snapshot:
+            description: The code snapshot put first on that Python's path.
+            type: path
+            required: true
+          timeout:
+            description: Seconds the checks may take.
+            type: int
+            default: 180
+          cache_dir:
+            description: Folder of the per-config cache of their results (module_utils C(mvp_verl_rules) default when unset).
+            type: path
+      room:
+        description: The model's parameters and the free bytes of the jobs folder (C(model_path), C(shared_root)).
+        type: dict
+        suboptions:
+          model_path:
+            description: The model folder.
+            type: path
+            required: true
+          shared_root:
+            description: The shared storage as the nodes see it.
+            type: path
+            required: true
+      resolved_config_file:
+        description: Path inside the job directory that gets the trainer's composed config when it composed.
+        type: path
   refuse:
     description:
       - With I(check), judge the look with C(mvp_spec.mvp_submit_problems) (the rules of the filter
         P(mvp.ray.mvp_submit_problems#filter)) and fail with the first problem, before the job directory
-        is made - C(spec) (the job spec, dict), C(worker_resource) (str, default I(worker_resource)) and
-        C(check_gpus) (bool).
+        is made.
     type: dict
-  device_sharing:
-    description:
-      - With I(check), the submission to make instead when the look's probe finds that the snapshot's
-        trainer passes the driver's device on to its workers - C(spec), C(entrypoint), C(runtime_env) and
-        C(files) (the job directory's files) built for such a snapshot; they replace I(refuse.spec),
-        I(entrypoint), I(runtime_env) and I(job_dir.files).
-    type: dict
+    suboptions:
+      spec:
+        description: The job spec (the filter P(mvp.ray.mvp_job_spec#filter)), built once, before this call.
+        type: dict
+        required: true
+      worker_resource:
+        description: The custom resource counted as workers (default I(worker_resource)).
+        type: str
+      check_gpus:
+        description: Refuse a GPU workload asking for more GPUs than the ALIVE workers offer.
+        type: bool
+        default: true
   debug_bundle:
     description:
       - With I(state=submitted), cluster snapshots started in a detached process once the job
@@ -283,13 +359,13 @@ check:
   description: >-
     What I(check) found (module_utils C(mvp_submit_check.look)) - C(missing) (name -> path), C(job_dir_exists),
     C(existing_job) (the status of a Ray job with the id, or null), C(summary) (the ALIVE nodes, as
-    M(mvp.ray.ray_cluster_info) returns them), C(probe_found), C(hydra_errors), C(resolved_config),
+    M(mvp.ray.ray_cluster_info) returns them), C(hydra_errors), C(resolved_config),
     C(dataset_columns), C(prepared_datasets), C(dataset_schema_skipped), C(verl_errors), C(verl_check) and
     C(room) (C({params, source, files_bytes, free_bytes, total_bytes, path})).
   type: dict
   returned: when I(check) is set
 spec:
-  description: The job spec judged and submitted - I(refuse.spec), or I(device_sharing.spec) when the probe found it.
+  description: The job spec judged and submitted (I(refuse.spec)).
   type: dict
   returned: when I(refuse) is set
 problems:
@@ -336,6 +412,33 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_spec import mvp_submit
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_submit_check import SubmitCheckError, look, verl_skipped_note
 
 
+# The look's options (module_utils mvp_submit_check.look): typed, so a misspelt key fails before the head looks.
+CHECK_OPTIONS = dict(
+    paths=dict(type="dict", default={}),
+    resource=dict(type="str"),
+    hydra=dict(type="dict", options=dict(
+        config_dir=dict(type="path", required=True),
+        config_name=dict(type="str", required=True),
+        overrides=dict(type="list", elements="str", default=[]),
+    )),
+    datasets=dict(type="dict", options=dict(
+        dir=dict(type="path", required=True),
+        files=dict(type="dict", default={}),
+    )),
+    verl_checks=dict(type="dict", options=dict(
+        python=dict(type="path"),
+        snapshot=dict(type="path", required=True),
+        timeout=dict(type="int", default=180),
+        cache_dir=dict(type="path"),
+    )),
+    room=dict(type="dict", options=dict(
+        model_path=dict(type="path", required=True),
+        shared_root=dict(type="path", required=True),
+    )),
+    resolved_config_file=dict(type="path"),
+)
+
+
 class RayJob(JobModule):
     """Submit/stop/delete one submission id through Ray's Jobs REST API (mvp_ray_rest.JobsClient)."""
 
@@ -367,29 +470,23 @@ class RayJob(JobModule):
             job=job, changed=True)
 
     def check_first(self):
-        """I(check): look at the job on the head, take the I(device_sharing) submission when the probe found it,
-        and with I(refuse) fail on the first problem before anything is written; return the result keys (dict).
+        """I(check): look at the job on the head, and with I(refuse) fail on the first problem before anything is written; return the result keys (dict).
         """
         params, module = self.params, self.module
         if not params["check"]:
-            if params["refuse"] or params["device_sharing"]:
-                module.fail_json(msg="refuse and device_sharing go with check.")
+            if params["refuse"]:
+                module.fail_json(msg="refuse goes with check.")
             return {}
         if params["state"] != "submitted" or not params["job_dir"]:
             module.fail_json(msg="check goes with state=submitted and job_dir (got state=%s)." % params["state"])
         options = dict(params["check"], submission_id=params["submission_id"], job_dir=params["job_dir"]["path"])
-        options.setdefault("resource", params["worker_resource"])
+        options["resource"] = options.get("resource") or params["worker_resource"]
         try:
             check = look(options, self.client, self.state_api, params["address"])
         except SubmitCheckError as exc:
             module.fail_json(msg=str(exc), changed=False)
         result = {"check": check, "note": verl_skipped_note(check)}
         spec = (params["refuse"] or {}).get("spec")
-        sharing = params["device_sharing"]
-        if sharing and check.get("probe_found"):
-            params.update(entrypoint=sharing["entrypoint"], runtime_env=sharing["runtime_env"])
-            params["job_dir"]["files"] = dict(sharing.get("files") or {})
-            spec = sharing["spec"]
         if isinstance(check.get("resolved_config"), str) and params["check"].get("resolved_config_file"):
             params["job_dir"]["files"][params["check"]["resolved_config_file"]] = check["resolved_config"]
         if params["refuse"]:
@@ -499,9 +596,12 @@ def main():
                 mode=dict(type="str", default="0775"),
             )),
             debug_bundle=dict(type="dict", options=BUNDLE_OPTIONS),
-            check=dict(type="dict"),
-            refuse=dict(type="dict"),
-            device_sharing=dict(type="dict"),
+            check=dict(type="dict", options=CHECK_OPTIONS),
+            refuse=dict(type="dict", options=dict(
+                spec=dict(type="dict", required=True),
+                worker_resource=dict(type="str"),
+                check_gpus=dict(type="bool", default=True),
+            )),
         ),
         supports_check_mode=True,
     )

@@ -21,9 +21,16 @@ description:
     C(<code_id>.replaced-<UTC time>) and the new one takes its name.
   - The snapshot is built beside the target and renamed into place, so a job
     never imports half a snapshot. Full check mode.
+extends_documentation_fragment:
+  - mvp.ray.attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
 options:
   code_id:
-    description: Snapshot name; must match C(^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$).
+    description: Snapshot name; follows the submission id rule (C(SUBMISSION_ID_RE) of C(plugins/module_utils/mvp_job.py): letters, digits, C(.), C(_), C(-), starting with a letter or digit, at most 128 characters).
     type: str
     required: true
   src:

@@ -333,7 +333,7 @@ def case_killed_head(case, remove=False):
                     label="submit sft wait=false max_restarts=1")
     if run.rc != 0:
         raise CaseFailed("submit.yml -e wait=false rc=%s" % run.rc)
-    pid_file = os.path.join(os.path.expanduser("~"), ".mvp", "supervisor", first.id + ".pid")
+    pid_file = os.path.join(os.path.expanduser("~"), ".mvp", "supervisor", first.id, "pid")
     case.check(os.path.exists(pid_file), "no supervisor pid file %s" % pid_file)
     deadline = time.time() + 600
     while len(first.steps()) < 2:

@@ -333,7 +333,7 @@ def ray_tables(job_dir, prefix):
             body = "$ ray %s\n# rc=%d\n%s%s" % (" ".join(args), proc.returncode, proc.stdout, proc.stderr)
         except (OSError, subprocess.TimeoutExpired) as exc:
             body = "$ ray %s\n# failed: %s\n" % (" ".join(args), exc)
-        path = os.path.join(job_dir, "debug", "%s-%s.txt" % (prefix, name))
+        path = os.path.join(job_dir, FILES["debug"], "%s-%s.txt" % (prefix, name))
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(body)
         written.append(path)
@@ -343,9 +343,9 @@ def ray_tables(job_dir, prefix):
 def on_hang(record, proc, job_dir, ray_view, emit):
     """Save the stacks and Ray's tables, record the hang, stop the trainer."""
     prefix = "%s-hang" % stamp()
-    os.makedirs(os.path.join(job_dir, "debug"), exist_ok=True)
+    os.makedirs(os.path.join(job_dir, FILES["debug"]), exist_ok=True)
     stacks = []
-    here = os.path.join(job_dir, "debug", "%s-stacks-driver-%s.txt" % (prefix, socket.gethostname()))
+    here = os.path.join(job_dir, FILES["debug"], "%s-stacks-driver-%s.txt" % (prefix, socket.gethostname()))
     with open(here, "w", encoding="utf-8") as handle:
         handle.write(local_stacks(proc.pid))
     stacks.append(here)
@@ -353,7 +353,7 @@ def on_hang(record, proc, job_dir, ray_view, emit):
     try:
         texts, failed = ray_view.connect().stacks()
         for ip, text in sorted(texts.items()):
-            path = os.path.join(job_dir, "debug", "%s-stacks-%s.txt" % (prefix, ip))
+            path = os.path.join(job_dir, FILES["debug"], "%s-stacks-%s.txt" % (prefix, ip))
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(text)
             stacks.append(path)

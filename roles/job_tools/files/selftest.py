@@ -400,12 +400,13 @@ def main():
         "ok": all(c["ok"] for c in checks),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    out_dir = os.path.join(args.job_dir, "checkpoints")
-    os.makedirs(out_dir, exist_ok=True)
-    tmp = os.path.join(out_dir, ".selftest_result.json.tmp")
+    from mvp_job import job_file  # beside this file, like mvp_entry.py's (submit.yml refuses a job without it)
+    out = job_file(args.job_dir, "selftest_result")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    tmp = os.path.join(os.path.dirname(out), "." + os.path.basename(out) + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         json.dump(result, handle, indent=2)
-    os.rename(tmp, os.path.join(out_dir, "selftest_result.json"))
+    os.rename(tmp, out)
     print("SELFTEST RESULT %s" % ("OK" if result["ok"] else "FAIL"), flush=True)
     return 0 if result["ok"] else 1
 

@@ -1,11 +1,14 @@
 """Unit tests of the job spec filters against the shipped workload catalog."""
+import datetime
 import json
 import shlex
 
 import pytest
 
 import mvp_spec
-from mvp_jobspec import hydra_value, mvp_job_spec, mvp_submit_cmd, mvp_submission_id
+from mvp_jobspec import hydra_value, mvp_job_spec, mvp_submit_cmd
+
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import new_submission_id
 
 
 @pytest.fixture
@@ -144,8 +147,9 @@ def test_submit_cmd_is_an_equivalent_ray_job_submit_line(spec):
 
 
 def test_generated_submission_id_is_valid(spec):
-    result = spec(workload="selftest", submission_id=mvp_submission_id("selftest", "20261121-120000", "0a1b2c"))
-    assert result["submission_id"] == "selftest-20261121-120000-0a1b2c"
+    now = datetime.datetime(2026, 11, 21, 12, 0, 0, tzinfo=datetime.timezone.utc)
+    result = spec(workload="selftest", submission_id=new_submission_id("selftest", now=now, suffix="0a1b2c"))
+    assert result["submission_id"] == "selftest-%s-0a1b2c" % now.strftime("%Y%m%d-%H%M%S")
 
 
 def test_sft_keeps_snapshot_device_when_the_snapshot_shares_it_with_workers(catalog, spec_defaults):
@@ -157,6 +161,23 @@ def test_sft_keeps_snapshot_device_when_the_snapshot_shares_it_with_workers(cata
                          "trainer_overrides": {"trainer.device": "cpu"}}, catalog,
                         dict(spec_defaults, snapshot_shares_device=True))
     assert "trainer.device=cpu" in argv(user["entrypoint"])
+
+
+def test_the_device_probe_names_the_snapshot_file_only_when_the_builder_would_set_the_device(catalog, spec_defaults):
+    from mvp_jobspec import mvp_driver_device_probe
+
+    device = catalog["sft"]["driver_device"]
+    probe = mvp_driver_device_probe({"workload": "sft", "submission_id": "j"}, catalog, spec_defaults)
+    built = mvp_job_spec({"workload": "sft", "submission_id": "j"}, catalog, spec_defaults)
+    assert probe == {"path": built["code_path"] + "/" + device["probe_file"], "marker": device["probe_marker"]}
+    # The request sets the key itself, or the workload has no driver device: nothing to read.
+    assert mvp_driver_device_probe({"workload": "sft", "submission_id": "j",
+                                    "trainer_overrides": {device["key"]: "cpu"}}, catalog, spec_defaults) is None
+    without = [w for w, entry in catalog.items() if not entry.get("driver_device")]
+    assert without and all(mvp_driver_device_probe({"workload": w, "submission_id": "j"}, catalog, spec_defaults)
+                           is None for w in without)
+    with pytest.raises(Exception, match="workload"):
+        mvp_driver_device_probe({"workload": "nope", "submission_id": "j"}, catalog, spec_defaults)
 
 
 def test_jobspec_files_parse_or_fail_naming_the_file():

@@ -1,6 +1,6 @@
 """mvp_submit_check.look (the look of ray_job's ``check``) against a fake of Ray's dashboard (Jobs REST API, State
 API) over HTTP: the paths that are missing, whether the job directory exists, the status of a job Ray already has
-with the id, the ALIVE nodes, the probe, the parquet columns of the datasets and the room for the checkpoints; it
+with the id, the ALIVE nodes, the parquet columns of the datasets and the room for the checkpoints; it
 changes nothing and raises (SubmitCheckError, keeping what it found) only when Ray cannot be read.
 """
 import pytest
@@ -80,16 +80,6 @@ def test_the_summary_counts_alive_workers_and_gpus(fake_ray, tmp_path, cluster_n
     assert [n["node_id"] for n in summary["alive_workers"]] == [n["node_id"] for n in workers]
     assert summary["head"]["node_ip"] == [n for n in alive if n["is_head_node"]][0]["node_ip"]
     assert summary["total_gpus"] == sum(n["resources_total"].get("GPU", 0) for n in alive)
-
-
-def test_the_probe_says_whether_the_file_holds_the_marker(fake_ray, tmp_path):
-    trainer = tmp_path / "sft_trainer_ray.py"
-    trainer.write_text("device = config.trainer.device\n")
-
-    assert look(tmp_path, probe={"path": str(trainer), "marker": "config.trainer.device"})["probe_found"] is True
-    assert look(tmp_path, probe={"path": str(trainer), "marker": "elsewhere"})["probe_found"] is False
-    assert look(tmp_path, probe={"path": str(tmp_path / "absent.py"), "marker": "x"})["probe_found"] is False
-    assert look(tmp_path)["probe_found"] is False
 
 
 def test_unreadable_nodes_fail_naming_the_address_and_keep_what_was_found(fake_ray, tmp_path):

@@ -337,29 +337,16 @@ def test_no_alive_worker_is_refused_naming_the_resource(fake_ray, clock, run_mod
     assert result["other_problems"] == [] and not (tmp_path / "jobs" / "job-1").exists()
 
 
-@pytest.mark.parametrize("marker_in_snapshot", [True, False])
-def test_the_device_sharing_submission_is_taken_only_when_the_probe_finds_it(
-        fake_ray, clock, run_module, tmp_path, marker_in_snapshot):
-    marker = "device_name=self.config.trainer.device"
-    probe = tmp_path / "trainer.py"
-    probe.write_text("x = 1\n" + (marker + "\n" if marker_in_snapshot else ""))
-    spec = minimal_spec(tmp_path, entrypoint="python -u job.py trainer.device=cpu")
-    sharing = dict(spec, entrypoint="python -u job.py")
-    options = checked_submission(tmp_path, spec, device_sharing={
-        "spec": sharing, "entrypoint": sharing["entrypoint"], "runtime_env": {"env_vars": {"A": "1"}},
-        "files": {"config/job_spec.json": json.dumps(sharing)}})
-    options["check"]["probe"] = {"path": str(probe), "marker": marker}
+def test_a_misspelt_key_of_the_look_fails_before_the_head_looks(fake_ray, clock, run_module, tmp_path):
+    options = checked_submission(tmp_path, minimal_spec(tmp_path))
+    options["check"]["hydar"] = {"config_dir": str(tmp_path), "config_name": "x"}
 
     result = run_module(main, options)
 
-    chosen = sharing if marker_in_snapshot else spec
-    (asked,) = fake_ray.called("submit_job")
-    assert asked["entrypoint"] == chosen["entrypoint"]
-    assert result["spec"] == chosen and result["problems"] == [] and result["check"]["probe_found"] is marker_in_snapshot
-    assert json.loads((tmp_path / "jobs" / "job-1" / "config" / "job_spec.json").read_text()) == chosen
-    assert (asked.get("runtime_env") or None) == ({"env_vars": {"A": "1"}} if marker_in_snapshot else None)
+    assert result["failed"] and "hydar" in result["msg"]
+    assert fake_ray.called("submit_job") == [] and not (tmp_path / "jobs" / "job-1").exists()
 
 
 def test_refuse_goes_with_check(fake_ray, clock, run_module, tmp_path):
     result = run_module(main, args(entrypoint="x", refuse={"spec": {}}))
-    assert result["failed"] and result["msg"] == "refuse and device_sharing go with check."
+    assert result["failed"] and result["msg"] == "refuse goes with check."

@@ -1,0 +1,88 @@
+"""Playbooks run from a play (plugins/module_utils/mvp_playbook_run.py): ansible-runner for real, on this machine."""
+import os
+import sys
+import time
+
+import pytest
+
+from ansible_collections.mvp.ray.plugins.module_utils import mvp_playbook_run
+
+PLAYBOOK = """---
+- name: Probe
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Probe | Change something
+      ansible.builtin.copy:
+        dest: "{{ out }}"
+        content: "x"
+        mode: "0644"
+    - name: Probe | Fail when asked
+      ansible.builtin.fail:
+        msg: "asked to fail: {{ reason }}"
+      when: reason | length > 0
+"""
+
+
+@pytest.fixture(name="project")
+def fixture_project(tmp_path):
+    """A project folder with the playbook and a local inventory of two hosts."""
+    (tmp_path / "probe.yml").write_text(PLAYBOOK)
+    (tmp_path / "hosts.ini").write_text("a ansible_connection=local ansible_python_interpreter=%s\n"
+                                        "b ansible_connection=local ansible_python_interpreter=%s\n"
+                                        % (sys.executable, sys.executable))
+    return tmp_path
+
+
+def test_stats_come_from_the_runs_events_per_host(project, tmp_path):
+    out = tmp_path / "out.txt"
+    result = mvp_playbook_run.run("probe.yml", [str(project / "hosts.ini")], str(tmp_path / "pdd"), "ok-run",
+                                  {"out": str(out), "reason": ""}, mvp_playbook_run.runner_env(None), str(project))
+    assert result["rc"] == 0 and result["status"] == "successful"
+    assert set(result["hosts"]) == {"a", "b"}
+    # Both hosts write the same file: the first changes it, the second finds it as it should be.
+    assert sum(h["changed"] for h in result["hosts"].values()) == 1 and result["changed"] is True
+    # One task ran on each host, the other (fail when asked) was skipped.
+    assert all((h["failed"], h["ok"], h["skipped"]) == (0, 1, 1) for h in result["hosts"].values())
+    assert os.path.isdir(os.path.join(result["artifacts"], "job_events"))
+
+
+def test_a_failure_names_the_task_host_and_message(project, tmp_path):
+    result = mvp_playbook_run.run("probe.yml", [str(project / "hosts.ini")], str(tmp_path / "pdd"), "bad-run",
+                                  {"out": str(tmp_path / "o.txt"), "reason": "disk"},
+                                  mvp_playbook_run.runner_env(None), str(project))
+    assert result["rc"] != 0 and result["status"] == "failed"
+    assert sorted(t["host"] for t in result["failed_tasks"]) == ["a", "b"]
+    assert all(t["task"] == "Probe | Fail when asked" and "asked to fail: disk" in t["msg"]
+               for t in result["failed_tasks"])
+    assert mvp_playbook_run.recap_lines(result["hosts"])[0] == "a : ok=1 changed=%d unreachable=0 failed=1" % (
+        result["hosts"]["a"]["changed"])
+
+
+def test_retries_until_success_within_the_time_given():
+    answers = iter([{"rc": 2}, {"rc": 2}, {"rc": 0}])
+    clock = iter(range(0, 100, 10))
+    slept = []
+    done = mvp_playbook_run.run_until_success(60, 5, lambda: next(answers), sleep=slept.append,
+                                              clock=lambda: next(clock))
+    assert done == {"rc": 0, "attempts": 3} and slept == [5, 5]
+    gave_up = mvp_playbook_run.run_until_success(15, 5, lambda: {"rc": 1}, sleep=lambda s: None,
+                                                 clock=iter(range(0, 100, 10)).__next__)
+    assert gave_up["rc"] == 1 and gave_up["attempts"] == 2
+
+
+def test_background_run_is_a_daemon_with_a_pid_file_it_removes_at_its_end(project, tmp_path):
+    out = tmp_path / "bg.txt"
+    folder = tmp_path / "supervisor" / "run-1"
+    started = mvp_playbook_run.start_background("probe.yml", [str(project / "hosts.ini")], str(folder), "run-1",
+                                                {"out": str(out), "reason": ""}, mvp_playbook_run.runner_env(None),
+                                                str(project))
+    assert started["pid_file"] == str(folder / "pid")
+    deadline = time.time() + 60
+    while time.time() < deadline and not (os.path.exists(os.path.join(started["artifacts"], "status"))
+                                          and not os.path.exists(started["pid_file"])):
+        time.sleep(0.2)
+    with open(os.path.join(started["artifacts"], "status"), encoding="utf-8") as handle:
+        assert handle.read().strip() == "successful"
+    assert out.read_text() == "x" and not os.path.exists(started["pid_file"])
+    assert "Probe | Change something" in open(started["stdout"], encoding="utf-8").read()
