@@ -17,6 +17,15 @@ description:
     pays per node at 64 nodes (docs/benchmarks.md, "8 to 64 nodes over SSH").
   - The token is never returned, logged or shown in a diff (I(token) is C(no_log)).
   - Supports check mode (reports whether it would change anything).
+extends_documentation_fragment:
+  - mvp.ray.attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+    details:
+      - The token is never shown; C(changed) says whether the file was (or would be) written.
 options:
   path:
     description: The token file every node's Ray reads (C(RAY_AUTH_TOKEN_PATH), mvp_ray_auth_token_path).

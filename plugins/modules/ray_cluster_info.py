@@ -17,6 +17,9 @@ description:
 version_added: 0.1.0
 extends_documentation_fragment:
   - mvp.ray.connection
+  - mvp.ray.attributes
+  - mvp.ray.attributes.info_module
+  - mvp.ray.attributes.actiongroup_ray
 options:
   timeout:
     description: Seconds allowed for the state API call.

@@ -21,6 +21,15 @@ description:
   - A command that fails or times out is recorded in its file, never fatal - a
     bundle is most useful when things are broken.
   - Files are written to temporary names, then renamed. Check mode writes nothing.
+extends_documentation_fragment:
+  - mvp.ray.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Runs no command and writes nothing; returns the files a bundle would write (C(changed=true)).
+  diff_mode:
+    support: none
 options:
   dest:
     description: Folder receiving the files (must exist).

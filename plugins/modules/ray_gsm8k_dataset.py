@@ -20,6 +20,13 @@ description:
   - With I(source=sample) the module first writes the project's own small
     GSM8K-format sample (deterministic) to I(sample_dir).
   - Files are written to temporary names and renamed. Needs pyarrow on the node.
+extends_documentation_fragment:
+  - mvp.ray.attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
 options:
   source:
     description:

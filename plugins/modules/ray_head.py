@@ -28,6 +28,17 @@ description:
     now (the sha256 of its bytes), and at least I(workers) workers carrying I(resource) are ALIVE. It
     reports C(changed) only when it wrote new I(settings). When time runs out, it fails and quotes the status file (the failed
     starts, each with Ray's reason) and the workers it found.
+extends_documentation_fragment:
+  - mvp.ray.attributes
+  - mvp.ray.attributes.platform_linux
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reads the node table and the ports only; C(changed) says whether the head would be started or its
+        settings file rewritten.
+  diff_mode:
+    support: none
 options:
   start:
     description:

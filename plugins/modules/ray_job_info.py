@@ -27,6 +27,9 @@ description:
 version_added: 0.1.0
 extends_documentation_fragment:
   - mvp.ray.connection
+  - mvp.ray.attributes
+  - mvp.ray.attributes.info_module
+  - mvp.ray.attributes.actiongroup_ray
 options:
   submission_id:
     description: Ray submission id of the job.

@@ -23,6 +23,15 @@ description:
 version_added: 0.1.0
 extends_documentation_fragment:
   - mvp.ray.connection
+  - mvp.ray.attributes
+  - mvp.ray.attributes.actiongroup_ray
+attributes:
+  check_mode:
+    support: partial
+    details:
+      - Reads the job and judges its verdict, but writes neither file and reports C(changed=false).
+  diff_mode:
+    support: none
 options:
   submission_id:
     description: Ray submission id of the job.

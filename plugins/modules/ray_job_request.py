@@ -20,6 +20,9 @@ description:
     C(<id>-1) ... C(<id>-N).
   - Fails, naming the file, when the JobSpec file is not YAML or not a mapping.
 version_added: 0.1.0
+extends_documentation_fragment:
+  - mvp.ray.attributes
+  - mvp.ray.attributes.info_module
 options:
   keys:
     description: The request keys (the builder's C(REQUEST_KEYS); unknown keys of the file are refused by the builder).

@@ -24,6 +24,17 @@ description:
     snapshots) with a unified diff of the changed text files capped at I(diff_max_lines)
     and I(diff_max_bytes). The full diff goes to I(diff_file).
   - Read only, except I(diff_file); runs on a node that mounts the shared storage (the head).
+extends_documentation_fragment:
+  - mvp.ray.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reads only; the full code diff (I(diff_file)) is not written.
+  diff_mode:
+    support: N/A
+    details:
+      - The runs' configuration and code differences are return values (C(config_diff), C(code)), not Ansible's diff.
 options:
   jobs_dir:
     description: The jobs folder, C(<mvp_shared_root>/jobs).

@@ -23,6 +23,16 @@ description:
     C(.mvp_model.json) (source, files and sizes) beside them. A model whose record
     matches the files on disk is C(skip - exists); a partial copy is redone.
   - Copies go to a temporary folder renamed into place. Check mode supported.
+extends_documentation_fragment:
+  - mvp.ray.attributes
+attributes:
+  check_mode:
+    support: partial
+    details:
+      - Nothing is downloaded, copied or built, and C(changed=true) when it would be; for a model already complete,
+        a missing link under C(common/models) is not made and not reported as a change.
+  diff_mode:
+    support: none
 options:
   name:
     description: Folder name under I(models_dir) (letters, digits, '.', '_' or '-').

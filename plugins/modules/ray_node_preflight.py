@@ -28,6 +28,19 @@ description:
   - Never fails on what it finds; the preflight role turns the facts into messages
     that name the inventory variable to fix. Fails only on bad module arguments.
   - Check mode reads but writes no probe.
+extends_documentation_fragment:
+  - mvp.ray.attributes
+  - mvp.ray.attributes.platform_linux
+attributes:
+  check_mode:
+    support: partial
+    details:
+      - Reads everything, but writes no probe file (I(probe_name)), so the other nodes' read-back (I(expect_probes))
+        names it as missing.
+  diff_mode:
+    support: N/A
+    details:
+      - This action does not modify state (its probe file is a scratch marker; C(changed) is always false).
 options:
   shared_root:
     description: Shared storage path seen by the node (mvp_shared_root).

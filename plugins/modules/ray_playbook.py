@@ -51,10 +51,13 @@ options:
     description: Seconds between the end of a failed attempt and the next.
     type: float
     default: 10
+extends_documentation_fragment:
+  - mvp.ray.attributes
 attributes:
   check_mode:
     support: none
-    description: In check mode nothing is run (the task reports skipped).
+    details:
+      - In check mode nothing is run (the task reports skipped).
   diff_mode:
     support: none
 author: MVP project (@mvp)

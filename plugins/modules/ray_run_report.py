@@ -28,6 +28,15 @@ description:
     with its step (earlier points hollow). C(report.md) and C(report.html) are rendered by
     templates from the returned C(report).
   - Runs where the plots are made (the controller; needs matplotlib).
+extends_documentation_fragment:
+  - mvp.ray.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Writes no report folder and draws no plot; returns the report it would write (C(changed=true)).
+  diff_mode:
+    support: none
 options:
   runs:
     description: Runs to compare (C(runs) of ray_job_runs, with series).

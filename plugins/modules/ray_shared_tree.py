@@ -16,6 +16,13 @@ description:
     trip to the node.
   - Fails when I(root) is missing, or when a path exists but is not a folder.
   - Supports check mode (reports what would be created).
+extends_documentation_fragment:
+  - mvp.ray.attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
 options:
   root:
     description: Shared storage root (mvp_shared_root); must exist.

@@ -17,6 +17,13 @@ description:
     contents travel as module arguments, so keep them to small text files (the node entrypoint and
     the four collection files it imports, about 35 kB).
   - Supports check mode (reports which files would be written).
+extends_documentation_fragment:
+  - mvp.ray.attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
 options:
   dest:
     description: The folder the files go into.

@@ -50,6 +50,16 @@ description:
     It returns that node's IP, with C(changed=true) only when it wrote new I(settings). When time runs
     out, it fails and quotes the state and the failed starts, each with Ray's reason. Every other
     option is ignored then.
+extends_documentation_fragment:
+  - mvp.ray.attributes
+  - mvp.ray.attributes.platform_linux
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Stops and starts nothing and writes no settings; C(changed) and C(reason) say whether Ray would be (re)started.
+  diff_mode:
+    support: none
 options:
   start:
     description:
