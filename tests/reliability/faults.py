@@ -358,7 +358,10 @@ def case_concurrent_submits(case):
 
 
 def case_worker_killed_during_job(case):
-    """Kill the node a selftest's driver runs on; collect.yml still returns with a status and a bundle."""
+    """Kill the worker a selftest's driver runs on; collect.yml still returns with a status and a bundle, and the
+    verdict is determined: the driver (and Ray's job supervisor beside it) died with that node, so the job is FAILED
+    with the cause node_lost, and the dead node the verdict names is the one killed (its IP from the job's
+    debug/placement.json, where Ray placed the driver), not a fixed name."""
     cluster = case.cluster
     case.ensure_cluster()
     submission_id = "faults-kill-%s-%04x" % (time.strftime("%Y%m%d-%H%M%S", time.gmtime()), os.getpid() & 0xFFFF)
@@ -387,10 +390,22 @@ def case_worker_killed_during_job(case):
                     timeout=COLLECT_TIMEOUT, label="collect.yml wait=true")
     case.check(not run.timed_out, "collect.yml still running after %ds (hang)" % COLLECT_TIMEOUT)
     case.check(run.rc == 0, "collect.yml rc=%s" % run.rc)
-    status = re.search(r"job %s: (FAILED|SUCCEEDED) \((.{0,60})" % re.escape(submission_id), run.text)
-    case.check(status, "collect.yml output names no FAILED/SUCCEEDED status for %s" % submission_id)
+    status = re.search(r"job %s: (\w+) \((.{0,60})" % re.escape(submission_id), run.text)
+    case.check(status and status.group(1) == "FAILED", "collect.yml says %s for %s, expected FAILED (its driver's "
+               "node was killed)" % (status.group(1) if status else "no status", submission_id))
+    case.check("verdict: FAILED [node_lost]" in run.text, "collect.yml's verdict line does not say FAILED [node_lost]")
+    record = read_status(cluster, submission_id)  # the verdict ray_job_record judged (the entrypoint died too)
+    lost = [e["text"].split()[1] for e in record.get("evidence") or []
+            if e.get("source") == "ray list nodes" and e.get("text", "").startswith("node ")]
+    case.check(record.get("status") == "FAILED" and record.get("cause") == "node_lost",
+               "%s/logs/status.json: %s %s, expected FAILED, node_lost" % (
+                   submission_id, record.get("status"), record.get("cause")))
+    case.check(driver_ip in lost and driver_ip in (record.get("summary") or ""),
+               "the verdict names the dead nodes %s (%s), not the killed %s (%s)" % (
+                   lost, record.get("summary"), victim, driver_ip))
     if status:
-        case.note("collect says %s (%s...)" % status.group(1, 2))
+        case.note("collect says %s (%s...); verdict %s: %s" % (status.group(1), status.group(2), record.get("cause"),
+                                                                record.get("summary")))
     debug = os.listdir(os.path.join(job_dir, "debug"))
     kinds = [k for k in DEBUG_KINDS if any(re.match(r"^\d{8}T\d{6}Z-collect-%s\.txt$" % k, f) for f in debug)]
     case.check(kinds == list(DEBUG_KINDS), "collect bundle in debug/ has %s of %s" % (kinds, list(DEBUG_KINDS)))
@@ -655,7 +670,8 @@ CASES = [
     ("killed worker heals", "site.yml: only that worker (and its container start) changes; all ALIVE",
      case_killed_worker),
     ("two simultaneous submits", "both rc 0, two ids, two job dirs matching job_spec.json", case_concurrent_submits),
-    ("worker killed during a selftest", "collect.yml returns < 300 s with a status and a collect bundle",
+    ("worker killed during a selftest", "the driver's worker killed: collect.yml returns < 300 s with a collect "
+     "bundle; FAILED, verdict node_lost naming that worker's IP",
      case_worker_killed_during_job),
     ("restarted head", "Ray back on the head (by its container, or site.yml); workers reconnect (GCS kept) or restart; all ALIVE; "
      "job dirs unchanged", case_restarted_head),
