@@ -31,7 +31,7 @@ JOBS_SUBDIR = "jobs"
 SUBDIRS = ("config", "logs", "checkpoints", "debug")
 # Every file and folder of a job directory: name -> path relative to the job directory.
 FILES = {
-    # written once at submission (submit_job, ray_job_dir)
+    # written once at submission (submit_job: ray_job, module_utils mvp_job_create)
     "job_spec": "config/job_spec.json",          # the job spec (mvp_job_spec), JSON
     "runtime_env": "config/runtime_env.json",    # Ray's runtime_env of the submission, JSON
     "submit_cmd": "config/submit_cmd.txt",       # the equivalent `ray job submit` line

@@ -22,7 +22,7 @@ description:
     fails when it exists; nothing is submitted then) and writes its config files, and with
     I(debug_bundle) it starts the cluster snapshots in a detached process before it submits, as
     M(mvp.ray.ray_debug_bundle) with I(detach=true) does - one module run on the head (module_utils
-    C(mvp_job_dir), C(mvp_debug_bundle)).
+    C(mvp_job_create), C(mvp_debug_bundle)).
   - Full check mode - nothing is submitted, stopped or deleted.
 version_added: 0.1.0
 extends_documentation_fragment:
@@ -404,7 +404,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_debug_bundle import BUNDLE_OPTIONS, start_detached
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import SUBDIRS
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_dir import JobDirError, create_job_dir
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_create import JobDirError, create_job_dir
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, list_nodes, pending_message,
     placement, status_name)

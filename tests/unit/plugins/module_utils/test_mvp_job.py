@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.mvp.ray.plugins.module_utils import mvp_job
 from mvp_jobspec import mvp_job_spec
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_dir import safe_join
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_create import safe_join
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
@@ -80,4 +80,40 @@ def test_no_module_or_job_tool_spells_a_job_file_name_itself():
                 if ("os.path.join" in line or "posixpath.join" in line) and any(
                         '"%s"' % part in line for name in names for part in name.split("/")[1:]):
                     offenders.append("%s/%s: %s" % (folder, entry, line.strip()))
+    assert offenders == []
+
+
+def test_no_task_template_or_playbook_joins_a_job_path_itself():
+    """Roles, playbooks and templates ask the contract for job paths (filters mvp_jobs_dir, mvp_job_dir, mvp_job_file,
+    or a spec's ``paths``): a path built with ``~ '/logs/...'`` or ``}}/jobs/`` would drift from mvp_job.FILES."""
+    folders = {part for rel in mvp_job.FILES.values() for part in rel.split("/")[:1]} | {mvp_job.JOBS_SUBDIR}
+    joined = re.compile(r"""(~\s*['"]/(%s)\b)|(\}\}/(%s)\b)""" % ("|".join(sorted(folders)), "|".join(sorted(folders))))
+    offenders = []
+    for base in ("roles", "playbooks"):
+        for where, _dirs, files in os.walk(os.path.join(ROOT, base)):
+            if "/files" in where:
+                continue
+            for entry in files:
+                if not entry.endswith((".yml", ".j2")):
+                    continue
+                with open(os.path.join(where, entry), encoding="utf-8") as handle:
+                    for number, line in enumerate(handle, 1):
+                        if not line.lstrip().startswith("#") and joined.search(line):
+                            offenders.append("%s:%d: %s" % (os.path.relpath(os.path.join(where, entry), ROOT), number,
+                                                            line.strip()))
+    assert offenders == []
+
+
+def test_the_submission_id_rule_is_written_once():
+    """The id pattern lives in mvp_job.SUBMISSION_ID_RE; code, tasks and docs name it instead of repeating it."""
+    pattern = mvp_job.SUBMISSION_ID_RE.pattern.strip("^$")
+    offenders = []
+    for base in ("plugins", "roles", "playbooks", "docs", "inventories"):
+        for where, _dirs, files in os.walk(os.path.join(ROOT, base)):
+            for entry in files:
+                path = os.path.join(where, entry)
+                if entry.endswith((".py", ".yml", ".j2", ".md")) and not path.endswith("module_utils/mvp_job.py"):
+                    with open(path, encoding="utf-8") as handle:
+                        if pattern in handle.read():
+                            offenders.append(os.path.relpath(path, ROOT))
     assert offenders == []

@@ -1,5 +1,7 @@
 # -*- coding: utf-8 -*-
-"""Create a job directory exclusively and write its files (module_utils of ray_job_dir and ray_job).
+"""Create a job directory exclusively and write its files (module_utils of ray_job's submission).
+
+The layout itself - the id rule, the folders, every file's name - is the job contract, ``mvp_job.py``.
 
 A job directory (``<shared_root>/jobs/<submission_id>``, its folders ``mvp_job.SUBDIRS``) is made
 with one ``mkdir`` that fails when it exists, so two submissions never share one and an
@@ -51,7 +53,7 @@ def create_job_dir(job_dir, files=None, subdirs=SUBDIRS, mode="0775", shared_fil
         folders = [safe_join(job_dir, d) for d in subdirs]
         texts = {safe_join(job_dir, rel): str(text) for rel, text in (files or {}).items()}
     except ValueError as exc:
-        raise JobDirError("ray_job_dir: %s" % exc)
+        raise JobDirError("job directory: %s" % exc)
     if os.path.lexists(job_dir):
         raise JobDirError("job directory %s exists: job directories are never reused; choose another "
                           "submission_id or omit it to get a fresh one." % job_dir)

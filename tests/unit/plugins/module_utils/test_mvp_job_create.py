@@ -1,4 +1,4 @@
-"""Unit tests of module_utils mvp_job_dir's pure parts: paths stay inside the job directory, shared files are rewritten
+"""Unit tests of module_utils mvp_job_create's pure parts: paths stay inside the job directory, shared files are rewritten
 only when they differ."""
 import os
 
@@ -6,7 +6,7 @@ import pytest
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic as write_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import differs
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_dir import safe_join
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_create import safe_join
 
 
 def test_job_dir_paths_stay_inside_and_shared_files_are_rewritten_only_when_they_differ(tmp_path):
