@@ -52,3 +52,34 @@ def test_after_import_patches_a_module_when_it_is_first_imported(tmp_path, monke
     after_import("mvp_probe_mod", lambda module: seen.append(module.VALUE + 1))
     assert seen == [1, 2]
     sys.modules.pop("mvp_probe_mod", None)
+
+
+@pytest.mark.parametrize("requested, accelerator", [(True, True), (True, False), (False, True), (False, False)])
+def test_offloaded_shards_are_pinned_only_where_an_accelerator_can_pin_them(requested, accelerator):
+    from mvp_verl_cpu.patches import offload_pin_memory
+
+    assert offload_pin_memory(requested, accelerator) is (requested and accelerator)
+
+
+def test_the_offload_policy_class_itself_is_patched_once_for_every_holder_of_it(monkeypatch):
+    """verl's FSDP engine builds CPUOffloadPolicy(pin_memory=True) for the reference policy (issue 41); the
+    patch changes the class, so a name imported before the patch builds unpinned policies too."""
+    import dataclasses
+    import types
+
+    from mvp_verl_cpu import patches
+
+    @dataclasses.dataclass
+    class CPUOffloadPolicy:  # the shape of torch.distributed.fsdp.CPUOffloadPolicy
+        pin_memory: bool = True
+
+    imported_before = CPUOffloadPolicy
+    fsdp = types.SimpleNamespace(CPUOffloadPolicy=CPUOffloadPolicy)
+    monkeypatch.setattr(patches, "accelerator_available", lambda: False)
+    patches._patch_cpu_offload_policy(fsdp)
+    patches._patch_cpu_offload_policy(fsdp)  # idempotent: one wrapper
+    assert imported_before(pin_memory=True).pin_memory is False and imported_before().pin_memory is False
+    assert not getattr(CPUOffloadPolicy.__init__.__wrapped__, "_mvp_verl_cpu", False)
+    monkeypatch.setattr(patches, "accelerator_available", lambda: True)
+    assert imported_before().pin_memory is True and imported_before(pin_memory=False).pin_memory is False
+

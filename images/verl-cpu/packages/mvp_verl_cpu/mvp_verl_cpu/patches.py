@@ -3,7 +3,9 @@
 * ``torch.distributed.init_process_group``: one ``gloo`` per device type;
 * ``EngineRegistry.get_engine_cls``: the FSDP engines (registered for cuda and
   npu only) serve the ``cpu`` device too;
-* ``verl.utils.model.load_valuehead_model``: the critic loads with sdpa attention.
+* ``verl.utils.model.load_valuehead_model``: the critic loads with sdpa attention;
+* ``torch.distributed.fsdp.CPUOffloadPolicy``: no pinned memory where no
+  accelerator can pin it (the reference policy's FSDP2 module).
 
 Each is applied once, in the process that imports verl, and only where the
 plugin is installed (the CPU node image).
@@ -165,6 +167,64 @@ def _patch_valuehead_loader(model_utils):
     model_utils.load_valuehead_model = load_valuehead_model
 
 
+def offload_pin_memory(requested, accelerator_available):
+    """Whether an FSDP2 ``CPUOffloadPolicy`` may pin its host memory.
+
+    verl's FSDP engine gives every forward-only engine (the reference policy:
+    ``actor_rollout_ref.ref.fsdp_config.forward_only: true`` in ppo_trainer.yaml) and
+    every engine with ``fsdp_config.offload_policy: true`` a
+    ``CPUOffloadPolicy(pin_memory=True)`` (``FSDPEngine._build_fsdp_module`` in
+    verl/workers/engine/fsdp/transformer_impl.py). torch's FSDP2 then pins each
+    parameter shard (``FSDPParam._init_sharded_param``: ``Tensor.pin_memory()``),
+    which needs an accelerator driver: on a CPU node it fails with "Found no
+    NVIDIA driver on your system". Pinned memory only speeds host-to-device
+    copies; with no accelerator there is no such copy, so the shards stay pageable.
+
+    :param requested: bool, the policy's ``pin_memory`` as built.
+    :param accelerator_available: bool, whether torch sees an accelerator.
+    :returns: bool, the ``pin_memory`` to keep: *requested* with an accelerator, else False.
+    """
+    return bool(requested) and bool(accelerator_available)
+
+
+def accelerator_available():
+    """Whether torch sees an accelerator (what ``Tensor.pin_memory()`` needs).
+
+    :returns: bool; False on a CPU node, also with PyPI's CUDA build of torch and no driver.
+    """
+    import torch
+
+    accelerator = getattr(torch, "accelerator", None)
+    try:
+        if accelerator is not None:
+            return bool(accelerator.is_available())
+        return bool(torch.cuda.is_available())
+    except Exception:  # pragma: no cover - a broken driver counts as none
+        return False
+
+
+def _patch_cpu_offload_policy(fsdp):
+    """Keep FSDP2's CPU offload policy unpinned where no accelerator can pin (see :func:`offload_pin_memory`).
+
+    The class itself is patched (not one module's name for it), so every engine
+    that builds one (verl's FSDP and FSDP-turbo engines, also when they imported
+    the class before this patch) gets unpinned shards on a CPU node.
+    """
+    policy_cls = fsdp.CPUOffloadPolicy
+    original = policy_cls.__init__
+    if getattr(original, "_mvp_verl_cpu", False):
+        return
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if self.pin_memory:
+            self.pin_memory = offload_pin_memory(self.pin_memory, accelerator_available())
+
+    __init__._mvp_verl_cpu = True
+    policy_cls.__init__ = __init__
+
+
 def apply():
     """Apply every patch once (idempotent).
 
@@ -174,7 +234,9 @@ def apply():
     for name, patch in (("init_process_group", _patch_init_process_group),
                         ("engine_registry", lambda: after_import("verl.workers.engine.base",
                                                                  _patch_engine_registry)),
-                        ("valuehead_loader", lambda: after_import("verl.utils.model", _patch_valuehead_loader))):
+                        ("valuehead_loader", lambda: after_import("verl.utils.model", _patch_valuehead_loader)),
+                        ("cpu_offload_policy", lambda: after_import("torch.distributed.fsdp",
+                                                                    _patch_cpu_offload_policy))):
         if name not in _APPLIED:
             patch()
             _APPLIED.add(name)
