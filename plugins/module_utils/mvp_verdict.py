@@ -25,7 +25,10 @@ alone), ``host_oom``, ``device_oom``,
 ``collective`` (NCCL/Gloo timeout or abort), ``hang`` (the watchdog), ``busy`` (the resources the
 queue admitted the job to were taken before verl reserved them: verl's resource check refused,
 naming the jobs that held them; the configuration is fine), ``queue_timeout`` (the job waited in the
-cluster's queue longer than allowed and never started), ``config_rejected``
+cluster's queue longer than allowed and never started), ``platform_unsupported`` (the node's
+platform layer cannot run it: no accelerator driver, a device the node lacks, a torch build or
+kernel or kernel package the image lacks; the layer and the missing piece are named, the
+configuration may be valid elsewhere), ``config_rejected``
 (before the first step), ``user_code`` (the reward function), ``stopped`` (by a person, or by the cluster play that
 ``logs/stopped_by.json`` names; "never started" when it was stopped while queued), ``cluster_changed``
 (a cluster play, ``site.yml -e mvp_running_jobs=restart``, stopped it to restart Ray or recreate a
@@ -47,7 +50,7 @@ except ImportError:  # the job tools' copy: verl_snapshot installs mvp_job.py be
     from mvp_job import FILES  # pylint: disable=import-error
 
 CAUSES = ("node_lost", "head_lost", "host_oom", "device_oom", "collective", "hang", "busy", "cluster_changed",
-          "queue_timeout", "config_rejected", "user_code", "stopped", "short_training", "no_progress", "unknown")
+          "queue_timeout", "platform_unsupported", "config_rejected", "user_code", "stopped", "short_training", "no_progress", "unknown")
 # Causes a run may be restarted for (from its newest complete checkpoint): the cluster or the
 # machine failed, not the job's configuration or code (submit_job's max_restarts).
 RETRYABLE_CAUSES = ("node_lost", "head_lost", "host_oom", "collective", "hang", "busy", "cluster_changed")
@@ -86,6 +89,32 @@ LOG_PATTERNS = (
         r"\[\.\./third_party/gloo/.*\] (Timed out|Connection closed)|"
         r"Connection closed by peer|Socket Timeout|c10d.*(timed out|Timeout)")),
 )
+# Failures of the node's platform layer, each read in an exception line (torch's, triton's, vLLM's
+# or transformers' own message): (pattern, layer, what is missing; ``{0}``, ``{1}`` take the
+# pattern's groups). The request may be valid (verl's validate_config passes it, it would train on a
+# node that has the piece); this node cannot run it. The first rule that matches the latest such line wins.
+PLATFORM_RULES = (
+    (re.compile(r"Found no NVIDIA driver on your system"), "torch CUDA runtime", "the NVIDIA driver"),
+    (re.compile(r"(libcuda\.so[.\d]*): cannot open shared object file"), "CUDA driver library",
+     "{0} (the NVIDIA driver)"),
+    (re.compile(r"No CUDA GPUs are available|no CUDA-capable device is detected"), "CUDA runtime", "a CUDA GPU"),
+    (re.compile(r"Torch not compiled with CUDA enabled"), "torch build", "CUDA (a CPU-only torch)"),
+    (re.compile(r"Distributed package doesn't have NCCL built in|ProcessGroupNCCL is only supported with GPUs"),
+     "torch.distributed", "NCCL (GPUs)"),
+    (re.compile(r"Could not run '([\w:.]+)' with arguments from the '(\w+)' backend"), "torch kernels",
+     "{0} for the {1} backend"),
+    (re.compile(r"\"(\w+)\" not implemented for '(\w+)'"), "torch kernels", "{0} for {1}"),
+    (re.compile(r"\b0 active drivers \(\[\]\)"), "triton", "a GPU driver"),
+    (re.compile(r"FlashAttention2 has been toggled on, but it cannot be used due to the following error: ([^.]{1,160})"),
+     "attention kernels", "FlashAttention 2 ({0})"),
+    (re.compile(r"No module named '(flash_attn|flashinfer|liger_kernel|apex|transformer_engine|deep_gemm)\b"),
+     "image packages", "{0} (GPU kernels)"),
+    (re.compile(r"Failed to infer device type"), "vLLM platform", "a device vLLM supports"),
+    (re.compile(r"(\w[\w .-]{0,80}?) (?:is|are) not supported on (?:the )?current platform"), "current platform",
+     "{0}"),
+)
+# A Ray actor's prefix on the lines it printed: "(WorkerDict pid=449) " (with colour codes, an ip).
+RAY_PREFIX_RE = re.compile(r"^(\x1b\[[\d;]*m)*\([\w.:-]+ pid=\d+(, ip=[\d.]+)?\)(\x1b\[[\d;]*m)* ?")
 # Exception names that mean verl (or Hydra, OmegaConf) refused its configuration.
 CONFIG_EXC_RE = re.compile(
     r"^(\w+\.)*(ValueError|AssertionError|ConfigCompositionException|ConfigAttributeError|ConfigKeyError|"
@@ -176,6 +205,38 @@ def _last_exception(lines, name):
         match = EXC_LINE_RE.match(text)
         if match and not text.startswith("MVP_"):
             return {"file": name, "line": number, "text": text.strip()[:500]}
+    return None
+
+
+def platform_failure(lines, name):
+    """The latest exception line that a rule of ``PLATFORM_RULES`` explains, with the code that raised it.
+
+    Exception lines are read with or without a Ray actor's prefix (``(WorkerDict pid=1) ...``); the
+    project's own ``MVP_*`` lines and warnings (``UserWarning: CUDA initialization: ...``) never count.
+
+    :param lines: list of str, driver output (or Ray's job message) lines.
+    :param name: str, how the evidence names the source.
+    :returns: None, or dict with ``layer``, ``missing`` (str) and ``evidence`` (the nearest traceback
+        frame above the line, when there is one, then the line itself: {file, line, text}).
+    """
+    for number in range(len(lines), 0, -1):
+        text = lines[number - 1]
+        if text.startswith("MVP_"):
+            continue
+        bare = RAY_PREFIX_RE.sub("", text)
+        if not EXC_LINE_RE.match(bare):
+            continue
+        for pattern, layer, missing in PLATFORM_RULES:
+            match = pattern.search(bare)
+            if not match:
+                continue
+            groups = [" ".join(g.split()).rstrip(" .") for g in match.groups() if g]
+            evidence = [{"file": name, "line": number, "text": text.strip()[:500]}]
+            for above in range(number - 1, max(number - 6, 0), -1):
+                if FRAME_RE.search(lines[above - 1]):
+                    evidence.insert(0, {"file": name, "line": above, "text": lines[above - 1].strip()[:500]})
+                    break
+            return {"layer": layer, "missing": missing.format(*groups), "evidence": evidence}
     return None
 
 
@@ -404,6 +465,12 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
     if user:
         return done("failed", "user_code", "error in user code (%s); it %s" % (
             user[-1]["text"], trained), user + ([exception] if exception else []))
+    platform = platform_failure(lines, log_name) or platform_failure(message_lines, "ray job message")
+    if platform:
+        return done("failed", "platform_unsupported", "the node's platform cannot run it: %s lacks %s (the request "
+                    "may be valid on a node that has it); it %s" % (platform["layer"], platform["missing"], trained),
+                    [{"source": "platform layer", "text": "layer: %s; missing: %s" % (
+                        platform["layer"], platform["missing"])}] + platform["evidence"])
     hydra = _evidence(lines, log_name, HYDRA_START_RE, 2)
     if not new_steps and exception and (hydra or CONFIG_EXC_RE.match(exception["text"])):
         where = [e["text"] for e in hydra if e["text"].startswith("Error in call")]
