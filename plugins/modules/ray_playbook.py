@@ -20,6 +20,8 @@ description:
   - Fails, naming the playbook, the last failed task, its host and message, when the playbook did not succeed;
     fails naming the fix when ansible-runner is not installed (controller requirements, C(make setup)).
 version_added: 0.2.0
+extends_documentation_fragment:
+  - mvp.ray.attributes
 options:
   playbook:
     description: A playbook path or a collection playbook's name (C(mvp.ray.cluster)).
@@ -51,8 +53,6 @@ options:
     description: Seconds between the end of a failed attempt and the next.
     type: float
     default: 10
-extends_documentation_fragment:
-  - mvp.ray.attributes
 attributes:
   check_mode:
     support: none
@@ -101,7 +101,7 @@ hosts:
   type: dict
   returned: when not background
 recap:
-  description: One line per host from I(hosts), C(<host> : ok=N changed=N unreachable=N failed=N).
+  description: "One line per host from I(hosts): C(<host> : ok=N changed=N unreachable=N failed=N)."
   type: list
   elements: str
   returned: when not background

@@ -30,7 +30,9 @@ attributes:
     support: none
 options:
   code_id:
-    description: Snapshot name; follows the submission id rule (C(SUBMISSION_ID_RE) of C(plugins/module_utils/mvp_job.py): letters, digits, C(.), C(_), C(-), starting with a letter or digit, at most 128 characters).
+    description:
+      - Snapshot name; follows the submission id rule (C(SUBMISSION_ID_RE) of C(plugins/module_utils/mvp_job.py)) - letters,
+        digits, C(.), C(_), C(-), starting with a letter or digit, at most 128 characters.
     type: str
     required: true
   src:
