@@ -11,8 +11,9 @@ NAME = re.compile(r"\bmvp_[a-z0-9_]+\b(?!\.py)")
 # Per-host settings (set on a node in hosts.yml, read through hostvars) and command-line
 # flags (-e, tested with `is defined`), each documented where it is read.
 PER_HOST_OR_FLAG = {"mvp_container_gpus", "mvp_down_purge_confirm"}
-# Literal strings that look like settings: the container label holding each node's plan.
-LITERALS = {"mvp_plan"}
+# Literal strings that look like settings, in roles' literal defaults: the container label holding each
+# node's plan, the file name of the Ray auth token in the Ray temp dir, the job tools' folder.
+LITERALS = {"mvp_plan", "mvp_auth_token", "mvp_tools"}
 
 
 def declared():
@@ -26,9 +27,9 @@ def declared():
 
 
 def sources():
-    """Yield (path, text) of every file whose Jinja reads settings: roles, playbooks, templates."""
+    """Yield (path, text) of every file whose Jinja reads settings: roles, playbooks, their role mappings, templates."""
     patterns = ["roles/*/defaults/*.yml", "roles/*/vars/*.yml", "roles/*/tasks/*.yml", "roles/*/templates/*",
-                "playbooks/*.yml", "playbooks/templates/*", "*.yml"]
+                "playbooks/*.yml", "playbooks/vars/*.yml", "playbooks/templates/*", "*.yml"]
     for pattern in patterns:
         for path in sorted(glob.glob(os.path.join(ROOT, pattern))):
             with open(path, encoding="utf-8") as handle:
