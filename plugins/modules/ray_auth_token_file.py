@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-"""Ansible module: write the Ray auth token file (0600) and its folder in one call."""
+"""Ansible module: write the Ray auth token file (0600) and its folder in one call, or generate one."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ description:
     a C(copy) run) - one round trip to the node instead of three, which is what the controller
     pays per node at 64 nodes (docs/benchmarks.md, "8 to 64 nodes over SSH").
   - The token is never returned, logged or shown in a diff (I(token) is C(no_log)).
+  - With I(generate=true) (the controller's copy, mvp_ray_auth_token_file), writes a new random token
+    (Python C(secrets), 256 bits) when I(path) is missing and keeps the one there otherwise; a file that
+    other users could read or write (any mode but C(0600)), is empty or is not a regular file is refused,
+    naming it. The token is never returned either.
   - Supports check mode (reports whether it would change anything).
 extends_documentation_fragment:
   - mvp.ray.attributes
@@ -32,13 +36,19 @@ options:
     type: path
     required: true
   token:
-    description: The Ray auth token (mvp_ray_auth_token; keep it in Ansible Vault). Must not be empty.
+    description:
+      - The Ray auth token (mvp_ray_auth_token; keep it in Ansible Vault). Must not be empty.
+      - Required unless I(generate=true), which takes none.
     type: str
-    required: true
   dir_mode:
     description: Octal mode of the token file's folder (C("0777") is what C(ray start) sets on its temp dir).
     type: str
     default: "0777"
+  generate:
+    description:
+      - Keep the token already in I(path) (mode C(0600) only), or write a new random one there when it is missing.
+    type: bool
+    default: false
 author: MVP project (@mvp)
 """
 
@@ -48,6 +58,14 @@ EXAMPLES = r"""
     path: /tmp/ray/auth_token
     token: "{{ mvp_ray_auth_token }}"
   no_log: true
+
+- name: Auth | Generate the token on the controller once (0600), or keep the one there
+  mvp.ray.ray_auth_token_file:
+    path: "{{ mvp_ray_auth_token_file }}"
+    generate: true
+    dir_mode: "0700"
+  delegate_to: localhost
+  run_once: true
 """
 
 RETURN = r"""
@@ -62,12 +80,14 @@ written:
 """
 
 import os
+import secrets
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import octal_mode, write_text_if_changed
 
 TOKEN_MODE = 0o600
+TOKEN_BYTES = 32
 
 
 def ensure_mode(path, mode, check_mode):
@@ -103,20 +123,71 @@ def write_token(path, token, dir_mode, check_mode=False):
     return changed or written, written
 
 
+def kept_token_problem(path):
+    """Return why the token file ``path`` cannot be kept ('' when it can): its mode must be 0600.
+
+    :param path: str, an existing path.
+    :returns: str, the problem naming ``path`` and the fix, or ''.
+    """
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode):
+        return "The Ray auth token file %s is not a regular file: remove it (site.yml then generates a new " \
+               "token) or set mvp_ray_auth_token_file to a file." % path
+    mode = stat.S_IMODE(info.st_mode)
+    if mode != TOKEN_MODE:
+        return "The Ray auth token file %s has mode %04o; only its owner may read it: run `chmod 0600 %s` " \
+               "(if others could read it, delete it instead: site.yml generates a new token and restarts " \
+               "the cluster with it)." % (path, mode, path)
+    if info.st_size == 0:
+        return "The Ray auth token file %s is empty: delete it (site.yml generates a new token) or put the " \
+               "cluster's token in it." % path
+    return ""
+
+
+def generate_token(path, dir_mode, check_mode=False):
+    """Keep the token file ``path`` (0600) or, when it is missing, write a new random token there.
+
+    :param path: str, the controller's token file. :param dir_mode: int, bits of a folder made now.
+    :param check_mode: bool, change nothing, only say what would change.
+    :returns: tuple (changed: bool, problem: str); ``problem`` non-empty: the file is refused.
+    :raises OSError: when the folder or the file cannot be written.
+    """
+    if os.path.lexists(path):
+        return False, kept_token_problem(path)
+    folder = os.path.dirname(path) or "."
+    if not check_mode:
+        os.makedirs(folder, mode=dir_mode, exist_ok=True)
+        write_text_if_changed(path, secrets.token_urlsafe(TOKEN_BYTES), mode=TOKEN_MODE)
+    return True, ""
+
+
 def main():
     """Module entry point."""
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", required=True),
-            token=dict(type="str", required=True, no_log=True),
+            token=dict(type="str", no_log=True),
             dir_mode=dict(type="str", default="0777"),
+            generate=dict(type="bool", default=False),
         ),
+        mutually_exclusive=[("token", "generate")],
         supports_check_mode=True,
     )
     params = module.params
+    if params["generate"]:
+        try:
+            changed, problem = generate_token(params["path"], octal_mode(params["dir_mode"]), module.check_mode)
+        except ValueError as exc:
+            module.fail_json(msg="dir_mode %s" % exc)
+        except OSError as exc:
+            module.fail_json(msg="cannot write the Ray auth token file %s (mvp_ray_auth_token_file): %s"
+                                 % (params["path"], exc.strerror or exc))
+        if problem:
+            module.fail_json(msg=problem, path=params["path"])
+        module.exit_json(changed=changed, path=params["path"], written=changed)
     if not params["token"]:
-        module.fail_json(msg="token is empty: set mvp_ray_auth_token, or leave it empty to keep Ray's token "
-                             "authentication off (the role then writes no file)")
+        module.fail_json(msg="token is empty: set mvp_ray_auth_token, or leave it empty to have site.yml generate "
+                             "one (mvp_ray_auth_token_file)")
     try:
         dir_mode = octal_mode(params["dir_mode"])
     except ValueError as exc:

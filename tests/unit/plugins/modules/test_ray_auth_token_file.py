@@ -54,3 +54,47 @@ def test_bad_input_is_named(tmp_path, run_module):
     unwritable = run_module(main, {"path": str(blocked / "auth_token"), "token": "a-longer-token-4711"})
     assert unwritable["failed"] and "(mvp_ray_auth_token_path)" in unwritable["msg"]
     assert not (tmp_path / "t").exists()
+
+
+def test_generate_writes_a_random_token_once_and_keeps_it(tmp_path, run_module):
+    path = tmp_path / "secrets" / "ray_auth_token"
+    first = run_module(main, {"path": str(path), "generate": True, "dir_mode": "0700"})
+    token = path.read_text()
+    assert first["changed"] and first["written"]
+    assert len(token) >= 43 and token not in repr(first)  # 32 random bytes, URL-safe base64
+    assert mode_of(path) == TOKEN_MODE and mode_of(path.parent) == 0o700
+    again = run_module(main, {"path": str(path), "generate": True, "dir_mode": "0700"})
+    assert not again["changed"] and path.read_text() == token
+    other = tmp_path / "other" / "ray_auth_token"
+    run_module(main, {"path": str(other), "generate": True})
+    assert other.read_text() != token
+
+
+def test_generate_in_check_mode_writes_nothing(tmp_path, run_module):
+    path = tmp_path / "secrets" / "ray_auth_token"
+    result = run_module(main, {"path": str(path), "generate": True}, check_mode=True)
+    assert result["changed"] and not path.parent.exists()
+
+
+def test_generate_refuses_a_token_file_others_may_read_naming_it(tmp_path, run_module):
+    path = tmp_path / "ray_auth_token"
+    path.write_text("kept-token-value-0815")
+    for mode in (0o644, 0o640, 0o400):
+        os.chmod(path, mode)
+        refused = run_module(main, {"path": str(path), "generate": True})
+        assert refused["failed"], oct(mode)
+        assert "%s has mode %04o" % (path, mode) in refused["msg"] and "chmod 0600 %s" % path in refused["msg"]
+        assert mode_of(path) == mode and path.read_text() == "kept-token-value-0815"
+    os.chmod(path, 0o600)
+    path.write_text("")
+    empty = run_module(main, {"path": str(path), "generate": True})
+    assert empty["failed"] and "%s is empty" % path in empty["msg"]
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    not_file = run_module(main, {"path": str(folder), "generate": True})
+    assert not_file["failed"] and "%s is not a regular file" % folder in not_file["msg"]
+
+
+def test_generate_takes_no_token(tmp_path, run_module):
+    both = run_module(main, {"path": str(tmp_path / "t"), "token": "a-longer-token-4711", "generate": True})
+    assert both["failed"] and "mutually exclusive" in both["msg"]
