@@ -60,10 +60,12 @@ class RayHttpError(RuntimeError):
         self.url = url
         hint = ""
         if status == 401:
-            hint = (" The cluster requires a Ray auth token: set mvp_ray_auth_token (Vault) so the modules "
-                    "send it.")
+            hint = (" The cluster requires the Ray auth token and the request carried none: run the task with "
+                    "environment mvp_ray_auth_env (RAY_AUTH_MODE=token and the node's token file, which site.yml "
+                    "writes) or pass auth_token.")
         elif status == 403:
-            hint = " The Ray auth token was refused: mvp_ray_auth_token differs from the cluster's."
+            hint = (" The Ray auth token was refused: it differs from the cluster's (mvp_ray_auth_token, or the "
+                    "generated one in mvp_ray_auth_token_file); site.yml writes it on every node and restarts Ray.")
         RuntimeError.__init__(self, "Request failed with status code %s: %s.%s" % (status, body.strip(), hint))
 
 

@@ -85,7 +85,7 @@ def test_a_second_submission_of_an_id_is_refused_with_rays_reason(dashboard):
     assert error.value.status == 400 and "already exists" in str(error.value)
 
 
-@pytest.mark.parametrize("status, hint", [(401, "set mvp_ray_auth_token"), (403, "differs from the cluster's")])
+@pytest.mark.parametrize("status, hint", [(401, "environment mvp_ray_auth_env"), (403, "differs from the cluster's")])
 def test_auth_failures_say_which_setting_to_fix(status, hint):
     error = RayHttpError(status, "Unauthorized", "http://h:8265/api/jobs/")
     assert hint in str(error) and error.status == status
