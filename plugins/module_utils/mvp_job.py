@@ -2,7 +2,7 @@
 """The job contract: what a submission id is and what a job directory holds, in one place.
 
 Every module, filter, task and job tool that names a job or one of its files takes the
-name from here (the format is the project's own, shared DESIGN.md section 3):
+name from here (the format is the project's own; docs/how-it-works.md maps who asks it):
 
 * a **submission id** matches ``SUBMISSION_ID_RE`` (Ray accepts any text; the project keeps ids
   usable as folder names and in shell commands); ``new_submission_id`` makes one;
