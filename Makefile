@@ -7,7 +7,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue bench bench-scale bench-train bench-resume bench-queue
+.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue bench bench-scale bench-train bench-resume bench-queue matrix matrix-ci
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -60,6 +60,15 @@ verdicts: setup engine ## Verdict table against the local cluster: real training
 resume: setup engine ## Resume table against the local cluster: real SFT runs lose a worker and continue by themselves
 	ansible-playbook site.yml
 	python tests/reliability/resume.py --inventory inventories/local --host-shared /srv/mvp/private
+
+matrix: setup engine ## Variation matrix: what verl's example scripts change, each trained for real, checkpointed and resumed on the local cluster; rewrites its docs table and benchmark (tests/matrix)
+	ansible-playbook site.yml
+	python tests/matrix/run.py --inventory inventories/local --host-shared /srv/mvp/private; rc=$$?; \
+	  python tests/matrix/docs.py; exit $$rc
+
+matrix-ci: setup engine ## The matrix's CI subset (GRPO with KL loss and its resume; build/matrix.json)
+	ansible-playbook site.yml
+	python tests/matrix/run.py --inventory inventories/local --host-shared /srv/mvp/private --ci
 
 queue: setup engine ## Queue table against the local cluster: real jobs of three shapes at once, a too-big one, a busy start
 	ansible-playbook site.yml
