@@ -24,6 +24,10 @@ description:
     C(waiting_placement_groups) with the jobs holding the resources.
   - Changes nothing and writes no file (an C(_info) module); saving the driver log, the status and
     the verdict into the job directory is M(mvp.ray.ray_job_record).
+  - With I(wait_at_most), a wait returns after that many seconds even when the job has not ended
+    (C(done=false)), with I(wait_state) to pass to the next call so its deadlines and placement
+    group ages continue; the action plugin M(mvp.ray.ray_job_follow) waits in such chunks and
+    prints the job's progress (I(progress)) between them.
 version_added: 0.1.0
 extends_documentation_fragment:
   - mvp.ray.connection
@@ -68,6 +72,40 @@ options:
     description: Custom resource that marks worker nodes (for C(placement.worker_ips)).
     type: str
     default: worker_node
+  wait_at_most:
+    description:
+      - With I(wait=terminal), seconds after which the module returns even when the job has not
+        ended (C(done=false), no C(placement)). C(0) waits until the end (or a timeout).
+    type: float
+    default: 0
+  wait_state:
+    description:
+      - The C(wait_state) an earlier call of a chunked wait returned, so that I(pending_timeout),
+        I(running_timeout) and the placement groups' ages count from the first call. Empty for
+        the first call.
+    type: dict
+    default: {}
+  progress:
+    description:
+      - Read the job's progress from its job directory (Ray's C(metadata.job_dir); module_utils
+        mvp_progress) and return it in C(progress). The job directory must be readable where the
+        module runs (the head).
+    type: bool
+    default: false
+  progress_metric:
+    description: The workload's key metric for C(progress) (verl's name); empty picks C(train/loss) or C(critic/score/mean).
+    type: str
+    default: ""
+  progress_workloads:
+    description:
+      - The workload catalog (C(mvp_workloads)); the key metric of C(progress), when I(progress_metric)
+        is empty, is the first of the C(metrics) of the job's workload (Ray's C(metadata.workload)).
+    type: dict
+    default: {}
+  progress_planned:
+    description: The planned step count when already known (the driver log is then not read); C(0) reads it.
+    type: int
+    default: 0
 author: MVP project (@mvp)
 """
 
@@ -79,6 +117,15 @@ EXAMPLES = r"""
     wait: terminal
     pg_pending_timeout: 600
   register: final
+
+- name: Follow | Wait at most 30 s, with the job's progress
+  mvp.ray.ray_job_info:
+    submission_id: selftest-20261121-120000-1a2b3c
+    address: "{{ mvp_ray_jobs_address }}"
+    wait: terminal
+    wait_at_most: 30
+    progress: true
+  register: chunk
 
 - name: Status | Read a job
   mvp.ray.ray_job_info:
@@ -129,11 +176,32 @@ waiting_msg:
   description: A sentence saying what the job waits for (empty when nothing waits).
   type: str
   returned: when I(pg_pending_timeout) is not 0
+http_requests:
+  description: HTTP requests this call sent to the dashboard (the head round trips of docs/benchmarks.md).
+  type: int
+  returned: success
+done:
+  description: False when I(wait_at_most) ended the wait before the job's end.
+  type: bool
+  returned: with I(wait=terminal)
+wait_state:
+  description: What the next call of a chunked wait passes as I(wait_state) (seconds waited, running, placement group ages).
+  type: dict
+  returned: with I(wait=terminal)
+progress:
+  description:
+    - The job's progress (module_utils mvp_progress.read_progress) - C(last_step), C(planned),
+      C(metric), C(first) and C(last) ([step, value]), C(step_time_s), C(metrics_mtime),
+      C(resumed_step), C(restart_attempt), C(max_restarts), C(watchdog), C(read_at) (the head's
+      clock) - and C(line), the line the plays print. Null when the job has no job directory.
+  type: dict
+  returned: with I(progress)
 """
 
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_progress import key_metric, progress_line, read_progress
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, bundle_shapes, is_infeasible, job_row, list_nodes,
     list_placement_groups, pending_groups, pending_message, placement, resource_holders, stalled_message,
@@ -145,6 +213,21 @@ class RayJobInfo(JobModule):
 
     waiting = None
     waiting_msg = ""
+    done = True
+    wait_state = None
+
+    def __init__(self, module):
+        JobModule.__init__(self, module)
+        self.requests = 0
+        for api in (self.client, self.state_api):
+            api.call = self._counted(api.call)
+
+    def _counted(self, call):
+        """``call`` (one HTTP request to the dashboard), counted in ``self.requests``."""
+        def counted(*args, **kwargs):
+            self.requests += 1
+            return call(*args, **kwargs)
+        return counted
 
     def check_placement_groups(self, job, first_seen):
         """Fail when an infeasible placement group of the RUNNING job is PENDING past pg_pending_timeout.
@@ -196,14 +279,25 @@ class RayJobInfo(JobModule):
         return {"waiting_placement_groups": self.waiting or [], "waiting_msg": self.waiting_msg}
 
     def wait_terminal(self, job):
-        """Poll until the job is terminal; fail (stalled) or time out as the options say."""
-        started = time.time()
-        placed_at = None
-        first_seen = {}
-        last_pg_check = 0.0
+        """Poll until the job is terminal; fail (stalled) or time out as the options say.
+
+        With ``wait_at_most``, returns once that many seconds passed (``self.done`` False); the
+        state of the wait (``self.wait_state``) lets the next call continue its deadlines.
+        """
+        begun = time.time()
+        state = self.params["wait_state"] or {}
+        started = begun - float(state.get("waited_s") or 0)
+        placed_at = None if state.get("running_s") is None else begun - float(state["running_s"])
+        first_seen = {key: begun - float(age) for key, age in (state.get("pg_ages") or {}).items()}
+        last_pg_check = begun - float(state["pg_checked_s"]) if state.get("pg_checked_s") is not None else 0.0
+        bound = self.params["wait_at_most"]
+        self.done = True
         while status_name(job.get("status")) not in TERMINAL_STATUSES:
             status = status_name(job.get("status"))
             now = time.time()
+            if bound and now - begun >= bound:
+                self.done = False
+                break
             if status != "PENDING" and placed_at is None:
                 placed_at = now
             if status == "PENDING" and now - started > self.params["pending_timeout"]:
@@ -220,24 +314,51 @@ class RayJobInfo(JobModule):
                         "status; it was left running (stop it with stop.yml)."
                         % (self.params["submission_id"], status, self.params["running_timeout"]), job=job)
             time.sleep(self.params["poll_interval"])
+            if bound and time.time() - begun >= bound:  # the next chunk's first read is this poll's
+                self.done = False
+                break
             job = self.info()
+        now = time.time()
+        if placed_at is None and status_name(job.get("status")) != "PENDING":
+            placed_at = now
+        self.wait_state = {"waited_s": round(now - started, 3),
+                           "running_s": None if placed_at is None else round(now - placed_at, 3),
+                           "pg_ages": {key: round(now - seen, 3) for key, seen in first_seen.items()},
+                           "pg_checked_s": round(now - last_pg_check, 3) if last_pg_check else None}
         return job
+
+    def progress(self, job):
+        """The job's progress from its job directory, with the line (None without a job directory)."""
+        metadata = job.get("metadata") or {}
+        job_dir = metadata.get("job_dir") or ""
+        if not job_dir:
+            return None
+        metric = self.params["progress_metric"] or key_metric(self.params["progress_workloads"], metadata.get("workload"))
+        found = read_progress(job_dir, metric, self.params["progress_planned"] or None)
+        found["read_at"] = time.time()
+        found["line"] = progress_line(found, status_name(job.get("status")), found["read_at"],
+                                      start_ms=job.get("start_time"))
+        return found
 
     def run(self):
         """Read (and wait) and exit the module."""
         job = self.info()
         result = {"changed": False}
         if job is None:
-            self.module.exit_json(job=None, **result)
+            self.module.exit_json(job=None, http_requests=self.requests, **result)
         if self.params["wait"] == "terminal":
             job = self.wait_terminal(job)
+            result.update(done=self.done, wait_state=self.wait_state)
         else:
             self.check_placement_groups(job, {})
-        where = placement(self.state_api, self.params["address"], job, self.params["worker_resource"])
-        if where:
-            result["placement"] = where
+        if self.done:  # a chunk of a longer wait leaves the placement to the call that sees the end
+            where = placement(self.state_api, self.params["address"], job, self.params["worker_resource"])
+            if where:
+                result["placement"] = where
+        if self.params["progress"]:
+            result["progress"] = self.progress(job)
         result.update(self._waiting_result())
-        self.module.exit_json(job=job, **result)
+        self.module.exit_json(job=job, http_requests=self.requests, **result)
 
 
 def main():
@@ -253,6 +374,12 @@ def main():
             pg_check_interval=dict(type="float", default=5.0),
             poll_interval=dict(type="float", default=1.0),
             worker_resource=dict(type="str", default="worker_node"),
+            wait_at_most=dict(type="float", default=0),
+            wait_state=dict(type="dict", default={}),
+            progress=dict(type="bool", default=False),
+            progress_metric=dict(type="str", default=""),
+            progress_workloads=dict(type="dict", default={}),
+            progress_planned=dict(type="int", default=0),
         ),
         supports_check_mode=True,
     )

@@ -1,0 +1,134 @@
+"""The ray_job_follow action plugin: a real ansible-playbook on localhost follows a job of a fake dashboard served
+over HTTP (tests/unit/plugins/ray_dashboard_fake.py) in chunks and prints its progress line in the normal output."""
+import json
+import os
+import subprocess
+import sys
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import yaml
+from ansible_collections.mvp.ray.plugins.action.ray_job_follow import follow_again_command, observe
+
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_progress import duration
+
+from ray_dashboard_fake import FakeRay
+
+WATCHDOG = {"first_step_s": 600, "floor_s": 300, "factor": 5}
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+
+
+@pytest.fixture
+def dashboard():
+    """A FakeRay served over HTTP on a free port; yields (fake, address)."""
+    fake = FakeRay()
+
+    class Handler(BaseHTTPRequestHandler):
+        def answer(self):
+            url = urllib.parse.urlsplit(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length)) if length else None
+            status, payload = fake.handle(self.command, url.path, urllib.parse.parse_qs(url.query),
+                                          dict(self.headers.items()), body)
+            text = (payload if isinstance(payload, str) else json.dumps(payload)).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(text)))
+            self.end_headers()
+            self.wfile.write(text)
+
+        do_GET = do_POST = do_DELETE = answer
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield fake, "http://127.0.0.1:%d" % server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_command_that_follows_a_job_again():
+    assert follow_again_command("sft-1") == "ansible-playbook collect.yml -e submission_id=sft-1 -e wait=true"
+
+
+def test_the_rate_samples_are_taken_when_the_step_moves():
+    history = []
+    for mtime, step in [(None, 0), (10.0, 0), (20.0, 2), (20.0, 2), (35.0, 5)]:
+        observe(history, {"metrics_mtime": mtime, "last_step": step})
+    observe(history, None)
+    assert history == [[20.0, 2], [35.0, 5]]
+
+
+def job_dir(tmp_path, losses, planned, max_restarts):
+    """A job directory with verl's metrics file, a driver log naming the planned steps, and the job spec."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "config").mkdir()
+    (tmp_path / "logs" / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": i + 1, "data": {"train/loss": v}}) + "\n" for i, v in enumerate(losses)))
+    (tmp_path / "logs" / "driver.log").write_text("Total training steps: %d\n" % planned)
+    (tmp_path / "config" / "job_spec.json").write_text(json.dumps(
+        {"submission_id": "job-1", "max_restarts": max_restarts,
+         "watchdog": WATCHDOG}))
+    return str(tmp_path)
+
+
+def run_play(tmp_path, address, interval):
+    """Follow job-1 to its end in a play on localhost; return (stdout, the registered result)."""
+    inventory = {"all": {"hosts": {"localhost": {"ansible_connection": "local",
+                                                 "ansible_python_interpreter": sys.executable}}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    out = tmp_path / "result.json"
+    play = [{"name": "Test | Follow", "hosts": "localhost", "gather_facts": False, "tasks": [
+        {"name": "Test | Follow the job", "mvp.ray.ray_job_follow": {
+            "submission_id": "job-1", "address": address, "wait": "terminal", "poll_interval": 0.05,
+            "progress_interval": interval, "progress_workloads": {"sft": {"metrics": [{"key": "train/loss"}]}}},
+         "register": "followed"},
+        {"name": "Test | Save it", "ansible.builtin.copy": {"content": "{{ followed | to_json }}", "dest": str(out),
+                                                             "mode": "0644"}}]}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
+    done = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")],
+                          capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout, json.loads(out.read_text())
+
+
+def test_a_progress_line_between_chunks_in_the_normal_output(tmp_path, dashboard):
+    fake, address = dashboard
+    losses, planned, max_restarts = [2.5, 2.0, 1.5], 12, 2
+    (tmp_path / "job").mkdir()
+    path = job_dir(tmp_path / "job", losses, planned, max_restarts)
+    fake.add_job("job-1", "RUNNING", metadata={"job_dir": path, "workload": "sft"})
+    fake.then("job-1", *(["RUNNING"] * 30 + [{"status": "SUCCEEDED", "driver_exit_code": 0}]))
+
+    stdout, result = run_play(tmp_path, address, 1)
+
+    assert result["job"]["status"] == "SUCCEEDED" and result["done"] is True
+    assert result["module_calls"] >= 2 and len(result["progress_lines"]) == result["module_calls"] - 1
+    assert result["http_requests"] == len(fake.clients)
+    line = "job-1: RUNNING step %d/%d | train/loss %g -> %g |" % (len(losses), planned, losses[0], losses[-1])
+    assert result["progress_lines"][0].startswith(line)
+    # no step time yet (no timing_s/step, the step count did not move): the watchdog's bound until step 2
+    bound = duration(max(WATCHDOG["first_step_s"], WATCHDOG["floor_s"]))
+    assert "s/step ? | ETA ? | restarts 0 of %d | watchdog: hang after %s without a new step" % (
+        max_restarts, bound) in result["progress_lines"][0]
+    # shown at the default verbosity, with the command that follows the job again first
+    assert stdout.count(line) == len(result["progress_lines"])
+    assert stdout.index(follow_again_command("job-1")) < stdout.index(line)
+
+
+def test_no_interval_is_one_silent_call(tmp_path, dashboard):
+    fake, address = dashboard
+    fake.add_job("job-1", "RUNNING")
+    fake.then("job-1", *(["RUNNING"] * 10 + ["SUCCEEDED"]))
+
+    stdout, result = run_play(tmp_path, address, 0)
+
+    assert result["job"]["status"] == "SUCCEEDED" and "progress_lines" not in result
+    assert follow_again_command("job-1") not in stdout
