@@ -357,18 +357,28 @@ def _snapshot_root(config_dir):
 
 # Keys whose values a saved config never shows: the last name of the key is, or ends in _, one of
 # these words (case-insensitive): hf_token, wandb_api_key, password - not tokenizer or max_tokens.
+# Only a text value is hidden: a number or a boolean under such a name is a setting, not a secret
+# (verl's data.balance_dp_token: false, issue 42).
 SECRET_KEY_RE = re.compile(r"(^|_)(token|secret|password|passwd|api_?key|credentials?)$", re.IGNORECASE)
 REDACTED = "<redacted>"
 
 
+def is_secret(key, value):
+    """Whether a config value is hidden: non-empty text under a secret-like key name (:data:`SECRET_KEY_RE`).
+
+    :param key: str, the last name of the key (``hf_token``). :param value: its value.
+    """
+    return bool(key) and bool(SECRET_KEY_RE.search(key)) and isinstance(value, str) and value != ""
+
+
 def redact(value, key=""):
-    """A copy of a plain config (dicts, lists, scalars) with the values of secret-like keys replaced by REDACTED.
+    """A copy of a plain config (dicts, lists, scalars) with the secret values replaced by REDACTED (:func:`is_secret`).
 
     :param value: the config as plain Python (``OmegaConf.to_container(cfg, resolve=False)``).
     :param key: str, the key of ``value`` in its parent (for the recursion).
     """
-    if key and SECRET_KEY_RE.search(key) and not isinstance(value, (dict, list)):
-        return REDACTED if value not in (None, "") else value
+    if is_secret(key, value):
+        return REDACTED
     if isinstance(value, dict):
         return {k: redact(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
