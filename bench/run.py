@@ -197,7 +197,7 @@ def playbook(inv, path, *extra):
     return time.time() - start
 
 
-def wait_running(head, submission_id, timeout=120, interval=0.1):
+def wait_running(head, submission_id, inv, timeout=120, interval=0.1):
     """Poll Ray's Jobs REST API (``GET /api/jobs/<id>``) from this host until the job is RUNNING (or terminal).
 
     Asked over HTTP at the head container's address every ``interval`` seconds, so the figure is not
@@ -207,10 +207,13 @@ def wait_running(head, submission_id, timeout=120, interval=0.1):
     head_ip = sh(["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
                   head]).stdout.split()[0]
     url = "http://%s:%s/api/jobs/%s" % (head_ip, JOBS_ADDRESS.rsplit(":", 1)[1], submission_id)
+    # The token site.yml generated for this inventory (mvp_ray_auth_token_file), read as the plays read it.
+    with open(os.path.join(inv, ".secrets", "ray_auth_token")) as handle:
+        headers = {"Authorization": "Bearer " + handle.read().strip()}
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
-            with urllib.request.urlopen(url, timeout=5) as answer:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5) as answer:
                 if json.load(answer).get("status") in ("RUNNING", "SUCCEEDED", "FAILED", "STOPPED"):
                     return
         except (OSError, ValueError):  # not submitted yet (404), or the dashboard busy
@@ -228,14 +231,15 @@ def submit_pair(inv, head, tag, record):
     :param record: callable(key, seconds).
     """
     start = time.time()
-    sh(["docker", "exec", head, RAY, "job", "submit", "--no-wait", "--submission-id", "raw-%s" % tag,
+    sh(["docker", "exec", "-e", "RAY_AUTH_MODE=token", "-e", "RAY_AUTH_TOKEN_PATH=/tmp/ray/mvp_auth_token",
+        head, RAY, "job", "submit", "--no-wait", "--submission-id", "raw-%s" % tag,
         "--entrypoint-resources", '{"worker_node": 1}', "--entrypoint-num-cpus", "1",
         "--", "sleep", "30"])
-    wait_running(head, "raw-%s" % tag)
+    wait_running(head, "raw-%s" % tag, inv)
     record("raw_submit_running", time.time() - start)
     start = time.time()
     playbook(inv, "submit.yml", "-e", "workload=selftest", "-e", "submission_id=bench-%s" % tag, "-e", "wait=false")
-    wait_running(head, "bench-%s" % tag)
+    wait_running(head, "bench-%s" % tag, inv)
     record("submit_running", time.time() - start)
 
 

@@ -121,7 +121,8 @@ def raw_argv(spec, job):
     old = spec["submission_id"]
     entrypoint = spec["entrypoint"].replace(old, job)
     runtime_env = json.loads(json.dumps(spec["runtime_env"]).replace(old, job))
-    return ["docker", "exec", HEAD, RAY, "job", "submit", "--address", spec["address"],
+    return ["docker", "exec", "-e", "RAY_AUTH_MODE=token", "-e", "RAY_AUTH_TOKEN_PATH=/tmp/ray/mvp_auth_token",
+            HEAD, RAY, "job", "submit", "--address", spec["address"],
             "--submission-id", job, "--entrypoint-num-cpus", str(spec["entrypoint_num_cpus"]),
             "--entrypoint-resources", json.dumps(spec["entrypoint_resources"]),
             "--runtime-env-json", json.dumps(runtime_env), "--"] + shlex.split(entrypoint)

@@ -240,7 +240,8 @@ def case_busy_at_start(case):
     holder = None
     try:
         wait_for("%s admitted" % job.id, lambda: queue_state(job).get("state") == "admitted")
-        holder = subprocess.Popen(["docker", "exec", head, cluster.python, "-c", HOLD_SCRIPT, str(WORKERS), release],
+        holder = subprocess.Popen(["docker", "exec", "-e", "RAY_AUTH_MODE=token", "-e", "RAY_AUTH_TOKEN_PATH=" + cluster.token_path,
+                                   head, cluster.python, "-c", HOLD_SCRIPT, str(WORKERS), release],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for("the hold on both GPUs", lambda: subprocess.run(
             ["docker", "exec", head, "test", "-e", release + ".held"]).returncode == 0, timeout=60)
