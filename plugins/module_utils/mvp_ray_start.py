@@ -33,6 +33,24 @@ def head_start_argv(ray, gcs_port, dashboard_host, dashboard_port, extra_args=()
             "--disable-usage-stats"] + [str(arg) for arg in extra_args]
 
 
+def with_ray_on_path(env, ray):
+    """``env`` with the folder of the ``ray`` CLI first on ``PATH`` (a copy).
+
+    Over SSH, ``ray start`` inherits the session's minimal PATH, and every process Ray starts with it: the
+    node agents then find no ``py-spy`` (installed beside ``ray`` in the node's Python), so the dashboard's
+    stacks endpoint, which the hang watchdog reads, answers "py-spy is not installed".
+
+    :param env: dict str -> str, the environment of ``ray start``.
+    :param ray: str, the absolute path of the ``ray`` CLI (mvp_ray_bin_dir/ray); a bare name changes nothing.
+    :returns: dict str -> str.
+    """
+    folder = os.path.dirname(ray)
+    if not folder:
+        return dict(env)
+    parts = [p for p in str(env.get("PATH", "")).split(os.pathsep) if p and p != folder]
+    return dict(env, PATH=os.pathsep.join([folder] + parts))
+
+
 def head_start_env(gcs_storage_path="", profiling=False):
     """Environment variables the head's ``ray start`` needs besides the node's own.
 

@@ -151,7 +151,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import describe, 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import clients, list_nodes, summarize
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, sha256_file, write_text_if_changed
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
-    head_start_argv, head_start_env, settings_text)
+    head_start_argv, head_start_env, settings_text, with_ray_on_path)
 
 
 def port_owner(port):
@@ -300,7 +300,7 @@ def main():
 
     argv = head_start_argv(params["ray"], params["gcs_port"], params["dashboard_host"], params["dashboard_port"],
                            params["extra_args"])
-    env = dict(os.environ)
+    env = with_ray_on_path(os.environ, params["ray"])
     if params["gcs_storage_path"]:
         os.makedirs(params["gcs_storage_path"], exist_ok=True)
     env.update(head_start_env(params["gcs_storage_path"] or ""))

@@ -213,7 +213,8 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_net import head_networ
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import find_argv
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, sha256_file, write_text_if_changed
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
-    as_text, check_gcs_address, ray_reason, retry_pause, secret_vars, settings_text, worker_start_argv)
+    as_text, check_gcs_address, ray_reason, retry_pause, secret_vars, settings_text, with_ray_on_path,
+    worker_start_argv)
 
 
 def find_raylet():
@@ -396,7 +397,7 @@ def main():
     os.makedirs(params["temp_dir"], exist_ok=True)
     with open(marker, "w", encoding="ascii") as handle:
         handle.write(wanted)
-    env = dict(os.environ)
+    env = with_ray_on_path(os.environ, params["ray"])
     for name in [params["secret_env"]] + list(params["more_secrets"]):
         env.pop(name, None)
     env.update(secret_vars(params["secret"], params["secret_env"], params["more_secrets"]))

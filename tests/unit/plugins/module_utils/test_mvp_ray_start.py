@@ -109,3 +109,14 @@ def test_a_worker_without_the_heads_address_is_refused_naming_the_variable(addre
     with pytest.raises(ValueError, match="run the Ray head play first"):
         node_settings("worker", options)
     check_gcs_address("10.0.0.1:6379")  # a host: no error
+
+
+def test_ray_start_over_ssh_finds_the_tools_beside_the_ray_cli():
+    """py-spy lives beside `ray` in the node's Python: its folder goes first on PATH, once, nothing else is lost."""
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import with_ray_on_path
+    env = {"PATH": "/usr/bin:/opt/mvp/venv/bin:/bin", "HOME": "/root"}
+    changed = with_ray_on_path(env, "/opt/mvp/venv/bin/ray")
+    assert changed["PATH"].split(":") == ["/opt/mvp/venv/bin", "/usr/bin", "/bin"] and changed["HOME"] == "/root"
+    assert env["PATH"] == "/usr/bin:/opt/mvp/venv/bin:/bin"  # a copy
+    assert with_ray_on_path({}, "/opt/x/bin/ray")["PATH"] == "/opt/x/bin"
+    assert with_ray_on_path(env, "ray") == env
