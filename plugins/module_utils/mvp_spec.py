@@ -1241,6 +1241,51 @@ def mvp_gpu_shape_problem(spec, workers):
     return mvp_queue.shape_problem(shape, totals)
 
 
+def _verl_pools_problem(check, spec):
+    """Say why the ALIVE workers cannot hold the resource pools verl itself builds from the config ("" when they can).
+
+    The pools are the ones the snapshot's own code computed on the head (``verl_check.resource_pools``:
+    ``PPOTrainer._init_resource_pool_mgr``'s ``resource_pool_spec``, or the SFT trainer's ``RayResourcePool``):
+    pool name -> processes per node entry, one STRICT_PACK placement group of that many GPU bundles per
+    entry. The total is verl's own ``ResourcePoolManager._check_resource_available`` rule (its message);
+    each entry must also fit one worker. CPU-device runs on workers without GPUs ask Ray for CPUs only:
+    nothing to compare. Not repeated when the job's shape (``mvp_gpu_shape_problem``) already refused.
+
+    :param check: dict from ``mvp_submit_check.look`` (``verl_check``, ``summary.alive_workers``).
+    :param spec: dict from mvp_job_spec (``trainer_overrides``, ``module``, ``shape``).
+    :returns: str, the message naming verl's pools, the workers and the keys to change; or "".
+    """
+    pools = ((check.get("verl_check") or {}).get("resource_pools")) or {}
+    workers = (check.get("summary") or {}).get("alive_workers") or []
+    if not isinstance(pools, dict) or not pools or not workers:
+        return ""
+    totals = mvp_queue.worker_totals(workers)
+    cpu_device = str((spec.get("trainer_overrides") or {}).get("trainer.device", "")).lower() == "cpu"
+    if cpu_device and not any(res["GPU"] for res in totals.values()):
+        return ""
+    per_gpu = (mvp_queue.TRAINERS.get(spec.get("module") or "") or {}).get("cpus_per_gpu", 0)
+    entries = [(name, int(n)) for name, nodes in sorted(pools.items()) for n in nodes or [] if int(n) > 0]
+    wanted = sum(entry[1] for entry in entries)
+    available = sum(res["GPU"] for res in totals.values())
+    keys = "trainer.nnodes / trainer.n_gpus_per_node (and the reward or teacher pool's nnodes / n_gpus_per_node)"
+    if available < wanted:
+        return ("verl's resource pools %s (built by the snapshot's own code on the head) refuse this cluster: "
+                "ResourcePoolManager._check_resource_available: ValueError: Total available GPUs %g is less than "
+                "total desired GPUs %d. Fix: lower %s in trainer_overrides, or add workers (site.yml)."
+                % (json.dumps(pools, sort_keys=True), available, wanted, keys))
+    shape = {"pools": [{"name": name, "nodes": 1, "gpus_per_node": n, "cpus_per_node": n * per_gpu}
+                       for name, n in entries]}
+    shape.update(gpus=wanted, cpus=sum(p["cpus_per_node"] for p in shape["pools"]))
+    if mvp_queue.pack(shape, totals) is not None:
+        return ""
+    return ("verl's resource pools %s (built by the snapshot's own code on the head) can never be placed: each "
+            "entry is one STRICT_PACK placement group that must fit one worker, and the ALIVE workers have %s; "
+            "verl would reserve part of them and wait forever. Fix: lower %s in trainer_overrides so that each "
+            "entry fits one worker, or add workers (site.yml)."
+            % (json.dumps(pools, sort_keys=True), "; ".join("%s: %g GPU, %g CPU" % (node, res["GPU"], res["CPU"])
+                                                            for node, res in sorted(totals.items())), keys))
+
+
 def _dataset_problem(check, spec):
     """Say which columns the job's data files lack and which prepared datasets have them ("" when all fit).
 
@@ -1282,7 +1327,9 @@ def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
     trainer checks) refusing the composed config, no room on the shared storage for the checkpoints the
     job keeps (mvp_retention.room_problem), the submission id taken (job directory or Ray
     job), more GPUs than Ray reports or a per-node GPU shape no workers give (both only with
-    ``check_gpus`` and a GPU workload), no ALIVE worker carrying the entrypoint resource.
+    ``check_gpus`` and a GPU workload), else the resource pools verl's own code built on the head
+    (``verl_check.resource_pools``) that the ALIVE workers cannot hold (only with ``check_gpus``),
+    no ALIVE worker carrying the entrypoint resource.
 
     :param check: dict returned by ``mvp_submit_check.look`` (ray_job's ``check``; ``missing`` path name ->
         path, ``hydra_errors``, ``dataset_columns``, ``prepared_datasets``, ``verl_errors``, ``job_dir_exists``, ``existing_job``, ``summary`` with
@@ -1350,6 +1397,11 @@ def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
             shape = mvp_gpu_shape_problem(spec, summary.get("alive_workers") or [])
             if shape:
                 problems.append(shape)
+    shaped = problems and problems[-1].startswith(("trainer.nnodes * trainer.n_gpus_per_node", "the job's shape"))
+    if check_gpus and not shaped:
+        pools = _verl_pools_problem(check, spec)
+        if pools:
+            problems.append(pools)
     if not summary.get("alive_workers"):
         problems.append("No ALIVE node carries '%s', so the driver could never be placed. Run site.yml to start "
                         "the workers." % worker_resource)

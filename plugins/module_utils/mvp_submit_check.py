@@ -135,7 +135,7 @@ def start_verl_check(hydra, verl_checks, job_dir, submission_id):
     return start_snapshot_checks(verl_checks.get("python") or sys.executable, verl_checks["snapshot"], config_dir,
                                  name, list(hydra.get("overrides") or []), int(verl_checks.get("timeout") or 180),
                                  cache_dir=verl_checks.get("cache_dir") or CACHE_DIR, job_dir=job_dir,
-                                 submission_id=submission_id)
+                                 submission_id=submission_id, sample_rows=verl_checks.get("sample_rows"))
 
 
 def finish_verl_check(handle, hydra):
@@ -167,7 +167,8 @@ def look(options, client, state, address):
     :param client: mvp_ray_rest.JobsClient; state: mvp_ray_rest.StateClient; address: str, the dashboard URL.
     :returns: dict with ``missing``, ``job_dir_exists``, ``hydra_errors``,
         ``resolved_config``, ``dataset_columns``, ``prepared_datasets``, ``dataset_schema_skipped``, ``room``,
-        ``summary``, ``existing_job``, ``verl_errors``, ``verl_check``.
+        ``summary``, ``existing_job``, ``verl_errors``, ``verl_check`` (``skipped``, ``seconds``, ``cached``,
+        ``resource_pools``: the pools verl's own code built, compared with ``summary`` by mvp_submit_problems).
     :raises SubmitCheckError: naming the address when Ray's nodes or the job cannot be read, or when
         hydra cannot be imported (``result``: what was found before).
     """

@@ -16,8 +16,18 @@ after the model is loaded. Two layers bring them before submission:
    SFT trainer's engine/optimizer/checkpoint config classes (as
    ``verl.trainer.sft_trainer_ray.SFTTrainer._build_config`` builds them; not the
    model's, which loads the tokenizer), and the logger names against
-   ``verl.utils.tracking.Tracking.supported_backend``. verl's config classes import
-   torch: on a node without torch this layer reports itself skipped, it never fails.
+   ``verl.utils.tracking.Tracking.supported_backend``. Then the trainers' own start-up
+   steps that need no GPU and no weights (docs/jobs.md, What verl does before the
+   weights): the model folder as verl reads it (``HFModelConfig``: HF config, generation
+   config, tokenizer, processor), the resource pools verl will ask Ray for
+   (``PPOTrainer._init_resource_pool_mgr`` / the SFT trainer's ``RayResourcePool``;
+   returned in ``resource_pools`` and compared with the ALIVE workers by
+   ``mvp_spec.mvp_submit_problems``), and the data files within a bound: the parquet
+   metadata (row count against the train dataloader's batch) and verl's own dataset
+   class (``create_rl_dataset`` / ``create_sft_dataset``) on the first
+   :data:`SAMPLE_ROWS` rows, item 0 built. verl's config classes import
+   torch: on a node without torch this layer reports itself skipped (naming
+   :data:`CHECKS`), it never fails.
 2. :func:`mirrored_problems`: checks that exist in verl only inside a trainer and
    cannot be called alone, mirrored in this project's words on the composed config
    (plain Python, no torch); each message names the verl function it mirrors.
@@ -31,11 +41,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import tempfile
 import time
 
 RESULT_MARK = "MVP_VERL_CHECK_RESULT="
+
+# What :data:`CHILD` runs, named in its ``skipped`` when it cannot run (docs/jobs.md: What verl does before the weights).
+CHECKS = ("verl.utils.config.validate_config and the config classes", "verl.utils.tracking logger names",
+          "the model folder (verl.workers.config.HFModelConfig: HF config and tokenizer)",
+          "the resource pools (PPOTrainer._init_resource_pool_mgr / RayResourcePool)",
+          "the data files (schema, row count, verl's dataset class on the first rows)")
+
+# Rows of each data file verl's own dataset class is run on (the schema and row count come from the metadata).
+SAMPLE_ROWS = 16
 
 # Run as `python -c CHILD ARGS` with PYTHONPATH=<snapshot>; ARGS is {config_dir, config_name, overrides}
 # as JSON; prints RESULT_MARK + JSON {errors, skipped, seconds} as its last stdout line.
@@ -52,18 +72,20 @@ def finish():
     out.write("MVP_VERL_CHECK_RESULT=" + json.dumps(result) + "\n")
     out.flush()
 
-def run(name, call):
+def run(name, call, fix=""):
     try:
-        call()
-    except Exception as exc:  # verl raises ValueError, AssertionError, TypeError...
-        text = " ".join(str(exc).split()) or type(exc).__name__
-        result["errors"].append("%s: %s: %s" % (name, type(exc).__name__, text))
+        return call()
+    except Exception as exc:  # verl raises ValueError, AssertionError, TypeError, OSError...
+        text = " ".join(str(exc).split())[:600] or type(exc).__name__
+        result["errors"].append("%s: %s: %s%s" % (name, type(exc).__name__, text, (". Fix: " + fix) if fix else ""))
+        return None
 
 with contextlib.redirect_stdout(sys.stderr):
     try:
         import torch  # noqa: F401 - verl's config classes import it
     except Exception as exc:
-        result["skipped"] = "torch cannot be imported by %s (%s)" % (sys.executable, exc)
+        result["skipped"] = "torch cannot be imported by %s (%s); not run: %s" % (
+            sys.executable, exc, ", ".join(args.get("checks") or []))
         finish()
         sys.exit(0)
     result["seconds"]["import_torch"] = round(time.time() - start, 2)
@@ -85,10 +107,19 @@ with contextlib.redirect_stdout(sys.stderr):
         if cfg.get("algorithm") is not None and "_target_" in cfg.algorithm:
             run("algorithm (%s)" % cfg.algorithm._target_, lambda: omega_conf_to_dataclass(cfg.algorithm))
     else:
-        for section in ("engine", "optim", "checkpoint"):
+        for section in ("engine", "optim", "checkpoint", "profiler"):
             if cfg.get(section) is not None and "_target_" in cfg[section]:
                 run("%s (%s)" % (section, cfg[section]._target_),
                     lambda section=section: omega_conf_to_dataclass(cfg[section]))
+        if "trainer" in cfg and cfg.trainer.get("profile_interval") is not None:
+            def profile_interval():
+                import types
+                from verl.trainer.sft_trainer_ray import SFTTrainer
+                SFTTrainer._validate_profiler_interval(types.SimpleNamespace(
+                    profiler_interval=cfg.trainer.profile_interval))
+            run("trainer.profile_interval=%s (verl.trainer.sft_trainer_ray.SFTTrainer._validate_profiler_interval)"
+                % list(cfg.trainer.profile_interval), profile_interval,
+                fix="give [start, end] with end >= start (both negative: no profiling)")
     loggers = cfg.trainer.get("logger") if "trainer" in cfg else None
     if loggers is not None:
         from verl.utils.tracking import Tracking
@@ -99,8 +130,147 @@ with contextlib.redirect_stdout(sys.stderr):
             result["errors"].append("trainer.logger: %s not supported by verl.utils.tracking.Tracking "
                                     "(supported: %s)" % (", ".join(unknown), ", ".join(supported)))
     result["seconds"]["checks"] = round(time.time() - start, 2)
+    # The trainers' own start-up steps before a worker loads weights (docs/jobs.md: What verl does before
+    # the weights): the model folder as verl reads it, the resource pools, a bounded sample of the data.
+    import copy, os, shutil, tempfile, types
+    ppo = "actor_rollout_ref" in cfg
+    model_key = "actor_rollout_ref.model" if ppo else "model"
+    model_cfg = cfg.actor_rollout_ref.model if ppo else cfg.get("model")
+    model = None
+    if model_cfg is not None and "_target_" in model_cfg:
+        model = run("%s.path=%s: verl.workers.config.HFModelConfig (its HF config, generation config, tokenizer and "
+                    "processor; no weights)" % (model_key, model_cfg.get("path")),
+                    lambda: omega_conf_to_dataclass(model_cfg),
+                    fix="set model to a folder with the model's config.json and its tokenizer (as "
+                        "transformers' save_pretrained writes them)")
+    result["seconds"]["model"] = round(time.time() - start, 2)
+
+    def ppo_pools():
+        if not cfg.trainer.get("use_v1", False):
+            return None  # the legacy TaskRunner builds its pools inside a Ray actor
+        from verl.trainer.ppo.v1 import get_trainer_cls
+        holder = types.SimpleNamespace(config=copy.deepcopy(cfg))
+        get_trainer_cls(cfg.trainer.v1.trainer_mode)._init_resource_pool_mgr(holder)
+        return {name: list(nodes) for name, nodes in holder.resource_pool_manager.resource_pool_spec.items()}
+
+    def sft_pools():
+        from verl.single_controller.ray import RayResourcePool
+        return {"sft": list(RayResourcePool(process_on_nodes=[cfg.trainer.n_gpus_per_node] * cfg.trainer.nnodes).store)}
+
+    if "trainer" in cfg and "nnodes" in cfg.trainer:
+        result["resource_pools"] = run(
+            "resource pools (%s)" % ("verl.trainer.ppo.v1.trainer_base.PPOTrainer._init_resource_pool_mgr" if ppo
+                                     else "verl.single_controller.ray.RayResourcePool"),
+            ppo_pools if ppo else sft_pools, fix="correct the pool sizes verl names in trainer_overrides")
+    result["seconds"]["pools"] = round(time.time() - start, 2)
+    # the data step only when the caller names its bound (tests/reliability/catalog_checks.py checks the
+    # catalog's sizes against the local inventory's small dataset: it does not)
+    if model is not None and cfg.get("data") is not None and args.get("sample_rows"):
+        sample_rows = int(args["sample_rows"])
+        work = tempfile.mkdtemp(prefix="mvp-verl-check-")
+        os.environ["HF_DATASETS_CACHE"] = os.path.join(work, "hf-datasets")
+        try:
+            import pyarrow.parquet as pq
+
+            def files_of(value):
+                return [str(v) for v in ([value] if isinstance(value, str) else list(value or []))]
+
+            def sample(key, paths):
+                rows, out = 0, []
+                for index, path in enumerate(paths):
+                    meta = pq.ParquetFile(path)
+                    rows += meta.metadata.num_rows
+                    target = os.path.join(work, "%s-%d.parquet" % (key.replace(".", "_"), index))
+                    first = next(meta.iter_batches(batch_size=sample_rows), None)
+                    table = (meta.schema_arrow.empty_table() if first is None else
+                             __import__("pyarrow").Table.from_batches([first]))
+                    pq.write_table(table, target)
+                    out.append(target)
+                return rows, out
+
+            def loader_batch():
+                """The train dataloader's batch size as the trainer sets it (None: 1 prompt per fetch)."""
+                if not ppo:
+                    return "data.train_batch_size", cfg.data.get("train_batch_size")
+                groups = cfg.get("algorithm", {}).get("filter_groups") or {}
+                v1 = cfg.trainer.get("v1") or {}
+                if (v1.get("trainer_mode", "sync") != "sync" or groups.get("enable", False)
+                        or (v1.get("sampler") or {}).get("sync_refill_failed_groups", False)):
+                    return "data.gen_batch_size", None  # verl sets it to 1
+                if cfg.data.get("gen_batch_size"):
+                    return "data.gen_batch_size", cfg.data.get("gen_batch_size")
+                return "data.train_batch_size", cfg.data.get("train_batch_size")
+
+            for key in ("data.train_files", "data.val_files"):
+                paths = files_of(cfg.data.get(key.split(".")[1]))
+                if not paths:
+                    continue
+                counted = run("%s: pyarrow.parquet.ParquetFile (schema and the first %d rows)" % (key, sample_rows),
+                              lambda paths=paths, key=key: sample(key, paths),
+                              fix="point %s at parquet files (set dataset to a prepared one)" % key)
+                if counted is None:
+                    continue
+                rows, paths_ = counted
+                batch_key, batch = loader_batch()
+                if key == "data.train_files" and isinstance(batch, int) and 0 < rows < batch:
+                    result["errors"].append(
+                        "%s=%d: %s hold %d rows (parquet metadata), fewer than one batch: verl's train dataloader "
+                        "(StatefulDataLoader, drop_last=True; %s) yields no batch and the job trains nothing. Fix: "
+                        "lower %s to %d or less, or use a larger dataset"
+                        % (batch_key, batch, key, rows, "PPOTrainer._init_dataloader" if ppo else
+                           "SFTTrainer._build_dataloader", batch_key, rows))
+                if ppo:
+                    from verl.trainer.ppo.utils import create_rl_dataset
+                    build = lambda paths_=paths_, key=key: create_rl_dataset(
+                        paths_, cfg.data, model.tokenizer, model.processor, is_train=key.endswith("train_files"))
+                    name = "verl.trainer.ppo.utils.create_rl_dataset"
+                else:
+                    from verl.trainer.sft_trainer_ray import create_sft_dataset
+                    build = lambda paths_=paths_: create_sft_dataset(paths_, cfg.data, model.tokenizer,
+                                                                     processor=model.processor)
+                    name = "verl.trainer.sft_trainer_ray.create_sft_dataset"
+                fix = ("make %s's rows fit the workload (the keys verl names under data.*, e.g. data.prompt_key, "
+                       "data.max_prompt_length) or set dataset to a prepared one" % key)
+                dataset = run("%s (%s on its first %d rows)" % (key, name, sample_rows), build, fix=fix)
+                if dataset is None:
+                    continue
+                if len(dataset) == 0:
+                    result["errors"].append(
+                        "%s: %s keeps none of its first %d rows (filtered, e.g. longer than data.max_prompt_length). "
+                        "Fix: %s" % (key, name, sample_rows, fix))
+                else:
+                    run("%s (%s, item 0 of its first %d rows)" % (key, type(dataset).__name__, sample_rows),
+                        lambda dataset=dataset: dataset[0], fix=fix)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    result["seconds"]["data"] = round(time.time() - start, 2)
 finish()
 '''
+
+
+def _input_stamps(overrides, job_dir=""):
+    """The size and time of every existing absolute path an override names (outside the job's own folder), and
+    of the entries of such a folder: a model folder or data file changed since decides the checks anew."""
+    stamps = []
+    for override in overrides:
+        for path in re.findall(r"/[^\s,\[\]'\"=]+", override.partition("=")[2]):
+            if job_dir and (path == job_dir or path.startswith(job_dir + "/")):
+                continue
+            try:
+                info = os.stat(path)
+            except OSError:
+                stamps.append([path, None])
+                continue
+            entries = []
+            if os.path.isdir(path):
+                try:
+                    for name in sorted(os.listdir(path))[:200]:
+                        sub = os.stat(os.path.join(path, name))
+                        entries.append([name, sub.st_size, sub.st_mtime_ns])
+                except OSError:
+                    pass
+            stamps.append([path, info.st_size, info.st_mtime_ns, entries])
+    return stamps
 
 
 def _cache_file(cache_dir, python, snapshot_root, config_dir, config_name, overrides, job_dir, submission_id):
@@ -118,12 +288,12 @@ def _cache_file(cache_dir, python, snapshot_root, config_dir, config_name, overr
     init = os.path.join(snapshot_root, "verl", "__init__.py")
     key = json.dumps([python, snapshot_root, config_name, sorted(stamps),
                       os.stat(init).st_mtime_ns if os.path.exists(init) else None,
-                      [general(o) for o in overrides]], sort_keys=True)
+                      [general(o) for o in overrides], _input_stamps(overrides, job_dir)], sort_keys=True)
     return os.path.join(cache_dir, hashlib.sha256(key.encode("utf-8")).hexdigest() + ".json")
 
 
 def start_snapshot_checks(python, snapshot_root, config_dir, config_name, overrides, timeout=180,
-                          cache_dir=None, job_dir="", submission_id=""):
+                          cache_dir=None, job_dir="", submission_id="", sample_rows=None):
     """Start the snapshot's own start-up checks (:data:`CHILD`) in a subprocess; see :func:`finish_snapshot_checks`.
 
     :param python: str, the nodes' Python (``mvp_ray_python``; needs hydra-core, and torch for the checks).
@@ -135,13 +305,17 @@ def start_snapshot_checks(python, snapshot_root, config_dir, config_name, overri
     :param cache_dir: str or None, a folder on the node where results are kept per config (importing
         verl and torch costs several seconds; the same config of another job is then answered at once).
     :param job_dir: str and ``submission_id``: str, replaced in the overrides for the cache key.
+    :param sample_rows: int or None, the rows of each data file verl's dataset class reads (None:
+        :data:`SAMPLE_ROWS`; 0: the data files are not read; part of the cache key).
     :returns: a handle for :func:`finish_snapshot_checks`.
     """
     overrides = list(overrides)
     handle = {"start": time.time(), "timeout": timeout, "cache": None, "proc": None, "result": None}
     if cache_dir:
         try:
-            handle["cache"] = _cache_file(cache_dir, python, snapshot_root, config_dir, config_name, overrides,
+            handle["cache"] = _cache_file(cache_dir, python, snapshot_root, config_dir, config_name,
+                                          overrides if sample_rows is None else overrides + ["<sample_rows>=%s"
+                                                                                             % sample_rows],
                                           job_dir, submission_id)
             with open(handle["cache"], encoding="utf-8") as stream:
                 handle["result"] = dict(json.load(stream), cached=True)
@@ -153,7 +327,9 @@ def start_snapshot_checks(python, snapshot_root, config_dir, config_name, overri
                CUDA_VISIBLE_DEVICES="", TOKENIZERS_PARALLELISM="false",
                # the snapshot is on the shared storage: a check writes nothing there (no __pycache__)
                PYTHONDONTWRITEBYTECODE="1")
-    payload = json.dumps({"config_dir": config_dir, "config_name": config_name, "overrides": overrides})
+    payload = json.dumps({"config_dir": config_dir, "config_name": config_name, "overrides": overrides,
+                          "checks": list(CHECKS),
+                          "sample_rows": SAMPLE_ROWS if sample_rows is None else int(sample_rows)})
     handle["stderr"] = tempfile.TemporaryFile(mode="w+")  # verl's output; a pipe could fill while we wait
     try:
         handle["proc"] = subprocess.Popen([python, "-c", CHILD, payload], stdin=subprocess.DEVNULL,
@@ -213,10 +389,12 @@ def save_snapshot_checks(handle, result):
         pass
 
 
-def run_snapshot_checks(python, snapshot_root, config_dir, config_name, overrides, timeout=180, cache_dir=None):
+def run_snapshot_checks(python, snapshot_root, config_dir, config_name, overrides, timeout=180, cache_dir=None,
+                        sample_rows=None):
     """:func:`start_snapshot_checks`, :func:`finish_snapshot_checks`, :func:`save_snapshot_checks`
     (same parameters and result)."""
-    handle = start_snapshot_checks(python, snapshot_root, config_dir, config_name, overrides, timeout, cache_dir)
+    handle = start_snapshot_checks(python, snapshot_root, config_dir, config_name, overrides, timeout, cache_dir,
+                                   sample_rows=sample_rows)
     result = finish_snapshot_checks(handle)
     save_snapshot_checks(handle, result)
     return result

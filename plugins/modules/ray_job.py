@@ -162,7 +162,11 @@ options:
             type: dict
             default: {}
       verl_checks:
-        description: With I(check.hydra), verl's own start-up checks in a subprocess of the nodes' Python.
+        description: >-
+          With I(check.hydra), verl's own start-up checks in a subprocess of the nodes' Python - the config
+          classes, the model folder as verl reads it (HF config and tokenizer, no weights), the resource pools
+          verl builds, the data files (schema, row count, verl's dataset class on the first rows); see
+          docs/jobs.md, What verl does before the weights.
         type: dict
         suboptions:
           python:
@@ -179,6 +183,10 @@ options:
           cache_dir:
             description: Folder of the per-config cache of their results (module_utils C(mvp_verl_rules) default when unset).
             type: path
+          sample_rows:
+            description: Rows of each data file verl's own dataset class is run on (the first ones; the rest is never read; 0 reads no data file).
+            type: int
+            default: 16
       room:
         description: The model's parameters and the free bytes of the jobs folder (C(model_path), C(shared_root)).
         type: dict
@@ -360,7 +368,8 @@ check:
     What I(check) found (module_utils C(mvp_submit_check.look)) - C(missing) (name -> path), C(job_dir_exists),
     C(existing_job) (the status of a Ray job with the id, or null), C(summary) (the ALIVE nodes, as
     M(mvp.ray.ray_cluster_info) returns them), C(hydra_errors), C(resolved_config),
-    C(dataset_columns), C(prepared_datasets), C(dataset_schema_skipped), C(verl_errors), C(verl_check) and
+    C(dataset_columns), C(prepared_datasets), C(dataset_schema_skipped), C(verl_errors), C(verl_check) (C(skipped),
+    C(seconds), C(cached), C(resource_pools): the pools verl's own code built) and
     C(room) (C({params, source, files_bytes, free_bytes, total_bytes, path})).
   type: dict
   returned: when I(check) is set
@@ -430,6 +439,7 @@ CHECK_OPTIONS = dict(
         snapshot=dict(type="path", required=True),
         timeout=dict(type="int", default=180),
         cache_dir=dict(type="path"),
+        sample_rows=dict(type="int", default=16),
     )),
     room=dict(type="dict", options=dict(
         model_path=dict(type="path", required=True),

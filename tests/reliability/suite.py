@@ -95,17 +95,30 @@ def differences(before, after):
     return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
 
 
-def print_table(header, rows, suite, failures):
-    """Print ``rows`` under ``header`` as ``a | b | c`` columns, then ``<suite>: N passed, M failed``.
+def print_table(header, rows, suite, failures, skipped=0):
+    """Print ``rows`` under ``header`` as ``a | b | c`` columns, then ``<suite>: N passed, M failed[, K skipped]``.
 
     :param header: tuple of column titles.
     :param rows: list of tuples, as long as ``header``.
     :param suite: str, name in the closing line (``bad inputs``, ``faults``).
-    :param failures: int, rows that failed.
+    :param failures: int, rows that failed (a case skipped that the scenario did not declare counts here).
+    :param skipped: int, rows skipped that the scenario declared expected (neither passed nor failed).
     :returns: int, the exit code (1 when any row failed, else 0).
     """
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     for row in [header] + rows:
         print(" | ".join(str(c).ljust(w) for c, w in zip(row, widths)))
-    print("%s: %d passed, %d failed" % (suite, len(rows) - failures, failures))
+    print("%s: %d passed, %d failed%s" % (suite, len(rows) - failures - skipped, failures,
+                                           ", %d skipped (declared expected)" % skipped if skipped else ""))
     return 1 if failures else 0
+
+
+def skipped_row(name, expected, reason, declared):
+    """The table row of a case that did not run: ``SKIPPED`` when the scenario declared it expected, else
+    ``FAIL`` - a skip nobody declared must not pass as a pass.
+
+    :param name: str, the case; :param expected: str, its expected message; :param reason: str, why it did not
+        run; :param declared: bool, the scenario named it (``--expect-skipped``).
+    :returns: tuple (name, expected, observed, files changed, result) as the suites' rows.
+    """
+    return (name, expected, "not run: " + reason, 0, "SKIPPED" if declared else "FAIL (skipped, not declared)")
