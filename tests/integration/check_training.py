@@ -287,6 +287,12 @@ def main():
     if entry is None:
         check("key metric improves", False, "no baseline for workload %r in %s: record one from a run you trust "
               "(--record-baseline)" % (workload, args.baselines))
+    elif entry.get("judged") is False:
+        # Recorded on purpose: at this size the key metric moves within its noise (the entry's measured
+        # values and why); said as SKIP, never counted as passed.
+        moved = improvement(metrics, entry["metric"], entry["direction"])
+        print("SKIP %-32s %s; this run %s -> %s" % ("key metric (not judged)", entry.get("why", ""),
+                                                    (moved or {}).get("first"), (moved or {}).get("last")))
     else:
         key, direction = entry["metric"], entry["direction"]
         fraction = float(entry.get("fraction", DEFAULT_FRACTION))
