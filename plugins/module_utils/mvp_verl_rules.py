@@ -325,8 +325,11 @@ def start_snapshot_checks(python, snapshot_root, config_dir, config_name, overri
     env = dict(os.environ, PYTHONPATH=snapshot_root + (":" + os.environ["PYTHONPATH"]
                                                        if os.environ.get("PYTHONPATH") else ""),
                CUDA_VISIBLE_DEVICES="", TOKENIZERS_PARALLELISM="false",
-               # the snapshot is on the shared storage: a check writes nothing there (no __pycache__)
-               PYTHONDONTWRITEBYTECODE="1")
+               # the snapshot is on the shared storage: a check writes nothing there (no __pycache__), nor
+               # into HF_HOME's datasets cache (verl's dataset class, on a bounded sample, caches through the
+               # datasets library, which reads this variable once, when verl first imports it)
+               PYTHONDONTWRITEBYTECODE="1",
+               HF_DATASETS_CACHE=os.path.join(tempfile.gettempdir(), "mvp-verl-check-hf-datasets"))
     payload = json.dumps({"config_dir": config_dir, "config_name": config_name, "overrides": overrides,
                           "checks": list(CHECKS),
                           "sample_rows": SAMPLE_ROWS if sample_rows is None else int(sample_rows)})

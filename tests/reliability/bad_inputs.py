@@ -244,8 +244,8 @@ def prepare(host_shared, head_container):
     # A model_type and the tokenizer of a prepared tiny model make it a folder verl reads (issue 40: a head
     # with torch reads the model folder as verl does; the cases with this model are about something else).
     write(os.path.join(host_shared, "common/models/bad-input-model/config.json"),
-          '{"model_type": "qwen2", "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, '
-          '"num_key_value_heads": 1, "intermediate_size": 256, "vocab_size": 512, "tie_word_embeddings": true}\n')
+          '{"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "hidden_size": 128, '
+          '"num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 256, "vocab_size": 512, "tie_word_embeddings": true}\n')
     tokenizers = sorted(glob.glob(os.path.join(host_shared, "hf/local/*/tokenizer.json")))
     if tokenizers:
         for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja"):
