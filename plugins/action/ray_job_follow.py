@@ -21,6 +21,9 @@ display = Display()
 
 INFO_MODULE = "mvp.ray.ray_job_info"
 
+FIRST_CHUNK_S = 5.0
+"""The first chunk's length (at most): a job still running shows its first line soon, one already ended none."""
+
 
 def follow_again_command(submission_id):
     """The one command that follows a job again after the play was interrupted (str)."""
@@ -72,8 +75,8 @@ class ActionModule(ActionBase):
         if args.get("wait", "none") != "terminal" or interval <= 0:
             return self._info(args, task_vars)
         submission_id = args.get("submission_id")
-        display.display("%s: waiting for its end, a progress line every %gs. Ctrl-C leaves the job running; "
-                        "follow it again with: %s" % (submission_id, interval, follow_again_command(submission_id)))
+        hint = ("%s: waiting for its end, a progress line every %gs. Ctrl-C leaves the job running; follow it again "
+                "with: %s" % (submission_id, interval, follow_again_command(submission_id)))
         previous = signal.getsignal(signal.SIGINT)
 
         def interrupted(signum, frame):
@@ -91,8 +94,8 @@ class ActionModule(ActionBase):
         try:
             while True:
                 chunks += 1
-                result = self._info(dict(args, wait_at_most=interval, wait_state=state, progress=True,
-                                         progress_planned=planned), task_vars)
+                result = self._info(dict(args, wait_at_most=min(interval, FIRST_CHUNK_S) if chunks == 1 else interval,
+                                         wait_state=state, progress=True, progress_planned=planned), task_vars)
                 requests += int(result.get("http_requests") or 0)
                 if result.get("failed") or result.get("unreachable") or result.get("done", True):
                     break
@@ -104,6 +107,8 @@ class ActionModule(ActionBase):
                 line = progress_line(progress, (result.get("job") or {}).get("status") or "RUNNING",
                                      progress.get("read_at"), observe(history, progress),
                                      (result.get("job") or {}).get("start_time"))
+                if not lines:
+                    display.display(hint)
                 lines.append(line)
                 display.display(line)
         finally:

@@ -17,8 +17,8 @@ the restart chain and the watchdog's limits from ``config/job_spec.json``.
 Seconds per step, best source first: verl's own ``timing_s/step`` (PPO/GRPO log it; the median),
 the play's own observations of the step count (``history``: the metrics file's modification time
 at each step count seen, so the rate is measured over the steps logged while the play waited),
-else the average since the attempt started (Ray's ``start_time``; it holds the start-up, so it is
-an upper bound; the line says ``avg``).
+else, once the attempt logged :data:`AVG_MIN_STEPS` steps, the average since it started (Ray's
+``start_time``; it holds the start-up, so it is an upper bound; the line says ``avg since start``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ STEP_TIME_KEY = "timing_s/step"
 
 FALLBACK_METRICS = ("train/loss", "critic/score/mean", "val/loss")
 """The metric shown when the caller names none: the first of these the job logged."""
+
+AVG_MIN_STEPS = 5
+"""Steps an attempt must have logged before its average since the start stands for its step time (it holds the start-up)."""
 
 LOG_HEAD_BYTES = 8 * 1024 * 1024
 """Bytes of the driver log read for the planned step count (verl prints it before the first step)."""
@@ -139,7 +142,7 @@ def step_time(progress, history=(), start_ms=None):
         if last_s > first_s and last_t > first_t:
             return (last_t - first_t) / (last_s - first_s), "measured"
     done = (progress.get("last_step") or 0) - (progress.get("resumed_step") or 0)
-    if start_ms and progress.get("metrics_mtime") and done > 0:
+    if start_ms and progress.get("metrics_mtime") and done >= AVG_MIN_STEPS:
         elapsed = float(progress["metrics_mtime"]) - float(start_ms) / 1000.0
         if elapsed > 0:
             return elapsed / done, "avg"

@@ -12,8 +12,9 @@ description:
   - Runs on the controller and calls M(mvp.ray.ray_job_info) on the task's host (the head). Takes
     every option of M(mvp.ray.ray_job_info) and passes it on.
   - With I(wait=terminal) and I(progress_interval) above 0, waits in chunks of I(progress_interval)
-    seconds (ray_job_info's I(wait_at_most), its I(wait_state) carried from chunk to chunk so the
-    deadlines and the placement groups' ages count from the start) and, between two chunks, prints one
+    seconds (the first one at most 5 s, so that a running job shows its first line soon; ray_job_info's
+    I(wait_at_most), its I(wait_state) carried from chunk to chunk so the deadlines and the placement
+    groups' ages count from the start) and, between two chunks, prints one
     line in the play's normal output - the step and the planned steps, the workload's key metric
     (first and last value), seconds per step, the ETA, the restarts so far and the progress watchdog's
     bound (module_utils mvp_progress).
@@ -21,8 +22,8 @@ description:
     watchdog: hang after 5m00s without a new step (quiet 3s))."
   - Each chunk polls the Jobs API as one long call would, so the dashboard sees the same requests per
     minute; the chunks add one module call per I(progress_interval) (docs/benchmarks.md).
-  - Before the wait it prints the command that follows the job again; interrupting the play (Ctrl-C)
-    leaves the job running.
+  - Before the first line it prints the command that follows the job again, and again when the play
+    is interrupted (Ctrl-C), which leaves the job running.
   - Otherwise (I(wait=none), or I(progress_interval=0)) it is one call of M(mvp.ray.ray_job_info).
   - Returns what the last call of M(mvp.ray.ray_job_info) returned, plus C(progress_lines), C(module_calls)
     and C(http_requests) (of all the calls).

@@ -5,7 +5,7 @@ import os
 
 import pytest
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_progress import (
-    FALLBACK_METRICS, duration, key_metric, progress_line, read_progress, step_time, watchdog_text)
+    AVG_MIN_STEPS, FALLBACK_METRICS, duration, key_metric, progress_line, read_progress, step_time, watchdog_text)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import hang_bound
 
 WATCHDOG = {"first_step_s": 1800.0, "floor_s": 300.0, "factor": 5.0}
@@ -75,6 +75,9 @@ def test_step_time_prefers_verl_then_measured_then_the_average():
     start_ms = 100000
     assert step_time(base, [], start_ms) == ((500.0 - start_ms / 1000.0) / (10 - 2), "avg")
     assert step_time(base) == (None, "")
+    # fewer steps than AVG_MIN_STEPS since the start: the start-up would be most of the average
+    early = dict(base, last_step=base["resumed_step"] + AVG_MIN_STEPS - 1)
+    assert step_time(early, [], start_ms) == (None, "")
 
 
 def test_the_line_of_a_running_job():
