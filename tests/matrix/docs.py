@@ -59,8 +59,10 @@ def outcome(row, steps):
     text = "%s: %s" % (verdict, seen)
     if row.get("summary"):
         text += " (%s)" % row["summary"][:160]
-    if row.get("result") != "pass" and row.get("problems"):
-        text += "; " + "; ".join(row["problems"])[:200]
+    if row.get("result") != "pass":
+        text += "; expected %s" % row.get("expectation")
+        if row.get("expectation") == "trains" and row.get("problems"):
+            text += ": " + "; ".join(row["problems"])[:200]
     return text
 
 

@@ -134,6 +134,8 @@ def run_case(case, spec, steps):
                        "submit.yml rc=%s, job directory %s: expected a refusal before submission"
                        % (run.rc, "written" if os.path.isdir(job.dir) else "absent"))
             result["observed"] = "refused" if run.rc and not os.path.isdir(job.dir) else status.get("cause")
+            refusal = next((line for line in run.output.splitlines() if "Task failed" in line), "")
+            result["summary"] = refusal.split("Module failed:", 1)[-1].strip()[:300]
             return
         if expectation != "trains":
             case.check(run.rc not in (0, None), "submit.yml rc=%s: expected a failure" % run.rc)

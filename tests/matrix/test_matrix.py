@@ -73,5 +73,5 @@ def test_outcome_texts():
     assert docs.outcome(row, 2) == "PASS: trained 2 of 2 steps; resumed from step 2, continued at 3"
     row = {"expectation": "platform_unsupported", "result": "fail", "observed": "config_rejected",
            "summary": "x", "problems": ["cause 'config_rejected'"]}
-    assert docs.outcome(row, 2).startswith("FAIL: config_rejected (x)")
+    assert docs.outcome(row, 2) == "FAIL: config_rejected (x); expected platform_unsupported"
     assert json.dumps(row)  # rows are plain JSON
