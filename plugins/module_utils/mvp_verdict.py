@@ -109,10 +109,15 @@ PLATFORM_RULES = (
      "attention kernels", "FlashAttention 2 ({0})"),
     (re.compile(r"No module named '(flash_attn|flashinfer|liger_kernel|apex|transformer_engine|deep_gemm)\b"),
      "image packages", "{0} (GPU kernels)"),
+    (re.compile(r"No module named '(sglang|megatron)\b"), "image packages", "{0} (an engine this image does not carry)"),
+    (re.compile(r"The module has CPU parameters or buffers when sync_module_states=True"), "FSDP1",
+     "GPU parameters (FSDP1's sync_module_states; fsdp2 runs on CPU)"),
     (re.compile(r"Failed to infer device type"), "vLLM platform", "a device vLLM supports"),
     (re.compile(r"(\w[\w .-]{0,80}?) (?:is|are) not supported on (?:the )?current platform"), "current platform",
      "{0}"),
 )
+# pydantic's exception line: the validators' messages follow on the next lines.
+VALIDATION_RE = re.compile(r"ValidationError: \d+ validation errors? for ")
 # A Ray actor's prefix on the lines it printed: "(WorkerDict pid=449) " (with colour codes, an ip).
 RAY_PREFIX_RE = re.compile(r"^(\x1b\[[\d;]*m)*\([\w.:-]+ pid=\d+(, ip=[\d.]+)?\)(\x1b\[[\d;]*m)* ?")
 # Exception names that mean verl (or Hydra, OmegaConf) refused its configuration.
@@ -226,6 +231,10 @@ def platform_failure(lines, name):
         bare = RAY_PREFIX_RE.sub("", text)
         if not EXC_LINE_RE.match(bare):
             continue
+        # pydantic puts a validator's message on the lines after "ValidationError: N validation error for X".
+        if VALIDATION_RE.search(bare):
+            bare = " ".join([bare] + [RAY_PREFIX_RE.sub("", lines[k]).strip()
+                                      for k in range(number, min(number + 3, len(lines)))])
         for pattern, layer, missing in PLATFORM_RULES:
             match = pattern.search(bare)
             if not match:

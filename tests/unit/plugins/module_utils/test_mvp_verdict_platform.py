@@ -37,7 +37,26 @@ MESSAGES = [
     ("ModuleNotFoundError: No module named 'flash_attn'", "image packages", None, ["flash_attn"]),
     ("RuntimeError: Failed to infer device type", "vLLM platform", "a device vLLM supports", []),
     ("ValueError: Sleep mode is not supported on current platform.", "current platform", "Sleep mode", ["Sleep mode"]),
+    # The matrix's cases (tests/matrix) that verl cannot run on CPU, as their jobs printed them.
+    ("ModuleNotFoundError: No module named 'sglang'", "image packages", None, ["sglang"]),
+    ("ValueError: The module has CPU parameters or buffers when sync_module_states=True, which requires them to be "
+     "on GPU. Please specify the `device_id` argument or move the module to GPU before passing it to FSDP.", "FSDP1",
+     None, ["fsdp2"]),
 ]
+
+
+def test_pydantics_validator_message_on_the_next_line_is_read_with_its_exception_line():
+    """verl's ModelConfig refuses sleep mode in a pydantic validator: its message follows the exception line."""
+    validation = "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig"
+    detail = "  Value error, Sleep mode is not supported on current platform [type=value_error, input_value={}]"
+    text = log("Total training steps: 2", "Traceback (most recent call last):", FRAME, validation, detail, HYDRA)
+    record = mvp_verdict.classify("FAILED", exit_code=1, log_text=text, steps=[])
+    assert (record["verdict"], record["cause"]) == ("failed", "platform_unsupported")
+    assert record["evidence"][0]["text"] == "layer: current platform; missing: Sleep mode"
+    # The same validation error for a key the platform has nothing to do with stays the configuration's.
+    other = log("Total training steps: 2", "Traceback (most recent call last):", FRAME, validation,
+                "  Value error, micro batch 3 does not divide 4 [type=value_error]", HYDRA)
+    assert mvp_verdict.classify("FAILED", exit_code=1, log_text=other, steps=[])["cause"] == "config_rejected"
 
 
 def log(*texts):
