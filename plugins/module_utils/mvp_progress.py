@@ -23,9 +23,9 @@ else, once the attempt logged :data:`AVG_MIN_STEPS` steps, the average since it 
 
 from __future__ import annotations
 
-import json
 import os
 
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import read_metrics
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import hang_bound, median, planned_steps
@@ -41,16 +41,6 @@ AVG_MIN_STEPS = 5
 
 LOG_HEAD_BYTES = 8 * 1024 * 1024
 """Bytes of the driver log read for the planned step count (verl prints it before the first step)."""
-
-
-def _read_json(path):
-    """The JSON object in ``path`` (a dict), or {} when it is missing or unreadable."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            value = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _planned_from_log(path):
@@ -78,7 +68,7 @@ def read_progress(job_dir, metric="", planned=None):
         0 for a fresh start), "restart_attempt" (int), "max_restarts" (int), "watchdog"
         ({first_step_s, floor_s, factor} or None when off)}``.
     """
-    spec = _read_json(os.path.join(job_dir, FILES["job_spec"]))
+    spec = read_json(os.path.join(job_dir, FILES["job_spec"]))
     keys = [metric] if metric else list(FALLBACK_METRICS)
     metrics_path = os.path.join(job_dir, FILES["metrics"])
     metrics = read_metrics(metrics_path, keys + [STEP_TIME_KEY])
