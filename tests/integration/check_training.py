@@ -146,14 +146,19 @@ def improvement(metrics, name, direction):
             "improvement": first - last if direction == "down" else last - first}
 
 
-def margin_problems(moved, base, fraction):
+def margin_problems(moved, base, fraction, relative=False):
     """Why a run's improvement does not clear the baseline's margin (empty when it does).
 
     :param moved: dict from :func:`improvement` for the job, or None.
-    :param base: dict with ``first_step``, ``last_step`` and ``improvement`` for the baseline, or None.
+    :param base: dict with ``first_step``, ``first``, ``last_step`` and ``improvement`` for the baseline, or None.
     :param fraction: float in (0, 1], the share of the baseline's improvement the job must reach.
+    :param relative: bool, compare improvements as shares of each run's own first value (a workload whose
+        rollouts are sampled starts from another value every run: PPO's value loss).
     :returns: list of str.
     """
+    if relative and moved is not None and base is not None and moved.get("first") and base.get("first"):
+        moved = dict(moved, improvement=moved["improvement"] / abs(moved["first"]))
+        base = dict(base, improvement=base["improvement"] / abs(base["first"]))
     if base is None:
         return ["no baseline values (not recorded yet, or the baseline job logged the metric at fewer than two steps)"]
     if moved is None:
@@ -312,7 +317,7 @@ def main():
             differ = sorted(k for k in set(mine) | set(base_overrides) if mine.get(k) != base_overrides.get(k))
             check("baseline is this request", not differ, "learning overrides of the baseline %s%s" % (
                 source, " differ in %s" % differ if differ else " are the job's"))
-        problems = margin_problems(moved, base, fraction)
+        problems = margin_problems(moved, base, fraction, bool(entry.get("relative")))
         check("key metric %s" % ("falls" if direction == "down" else "rises"), not problems,
               "%s step %s: %s, step %s: %s; baseline %s: %s -> %s%s" % (
                   key, (moved or {}).get("first_step"), (moved or {}).get("first"), (moved or {}).get("last_step"),

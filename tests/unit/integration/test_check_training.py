@@ -137,3 +137,18 @@ def test_the_shipped_baselines_say_which_way_each_key_metric_moves():
         if "first" in entry:
             base = check_training.recorded(entry)
             assert base["improvement"] > 0 and entry["provenance"]["job"], workload
+
+
+def test_a_relative_margin_compares_shares_of_each_runs_first_value():
+    """PPO's value loss starts elsewhere every run: the measured runs (first -> last) clear a quarter of the
+    baseline's relative fall, and a run whose loss does not fall does not."""
+    base = {"first_step": 1, "first": 0.279, "last_step": 4, "last": 0.101, "improvement": 0.279 - 0.101}
+    runs = [(0.071, 0.030), (0.279, 0.101), (0.077, 0.055)]
+    for first, last in runs:
+        moved = {"first_step": 1, "first": first, "last_step": 4, "last": last, "improvement": first - last}
+        assert check_training.margin_problems(moved, base, 0.25, relative=True) == []
+    flat = {"first_step": 1, "first": 0.077, "last_step": 4, "last": 0.075, "improvement": 0.002}
+    assert check_training.margin_problems(flat, base, 0.25, relative=True)
+    # Without it, the third run fails against the second's absolute fall (what CI saw).
+    third = {"first_step": 1, "first": 0.077, "last_step": 4, "last": 0.055, "improvement": 0.022}
+    assert check_training.margin_problems(third, base, 0.5)
