@@ -5,11 +5,14 @@
 module_utils mvp_ray_rest (tests/unit/plugins/modules/conftest.py, fixture ``fake_ray``), the tests
 of mvp_ray_rest behind a real HTTP server (tests/unit/plugins/module_utils/test_mvp_ray_rest.py).
 """
+import contextlib
 import enum
 import io
 import json
+import threading
 import urllib.error
 import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class JobStatus(str, enum.Enum):
@@ -182,3 +185,35 @@ def node(node_id, ip, head=False, state="ALIVE", **resources):
     total["node:%s" % ip] = 1.0
     return {"node_id": node_id, "node_ip": ip, "node_name": ip, "is_head_node": head, "state": state,
             "resources_total": total}
+
+
+@contextlib.contextmanager
+def served(fake):
+    """``fake`` (a FakeRay) answering HTTP on a free port of 127.0.0.1 in a thread; yields its address (str)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def answer(self):
+            url = urllib.parse.urlsplit(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length)) if length else None
+            status, payload = fake.handle(self.command, url.path, urllib.parse.parse_qs(url.query),
+                                          dict(self.headers.items()), body)
+            text = (payload if isinstance(payload, str) else json.dumps(payload)).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(text)))
+            self.end_headers()
+            self.wfile.write(text)
+
+        do_GET = do_POST = do_DELETE = answer
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield "http://127.0.0.1:%d" % server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -4,9 +4,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
-import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
@@ -14,7 +11,7 @@ from ansible_collections.mvp.ray.plugins.action.ray_job_follow import follow_aga
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_progress import duration
 
-from ray_dashboard_fake import FakeRay
+from ray_dashboard_fake import FakeRay, served
 
 WATCHDOG = {"first_step_s": 600, "floor_s": 300, "factor": 5}
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -25,32 +22,8 @@ def dashboard():
     """A FakeRay served over HTTP on a free port; yields (fake, address)."""
     fake = FakeRay()
 
-    class Handler(BaseHTTPRequestHandler):
-        def answer(self):
-            url = urllib.parse.urlsplit(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length)) if length else None
-            status, payload = fake.handle(self.command, url.path, urllib.parse.parse_qs(url.query),
-                                          dict(self.headers.items()), body)
-            text = (payload if isinstance(payload, str) else json.dumps(payload)).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(text)))
-            self.end_headers()
-            self.wfile.write(text)
-
-        do_GET = do_POST = do_DELETE = answer
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield fake, "http://127.0.0.1:%d" % server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with served(fake) as address:
+        yield fake, address
 
 
 def test_the_command_that_follows_a_job_again():

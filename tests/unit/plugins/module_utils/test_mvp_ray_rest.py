@@ -1,17 +1,13 @@
 """mvp_ray_rest against a real HTTP server on 127.0.0.1 that answers as Ray's dashboard routes do
 (the fake cluster of tests/unit/plugins/modules/conftest.py behind http.server): URLs, query strings,
 JSON bodies, the auth header, HTTP errors and a dashboard that does not answer."""
-import json
 import socket
-import threading
-import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_rest import (
     JobsClient, RayHttpError, RayUnreachable, StateClient)
 
-from ray_dashboard_fake import FakeRay, node
+from ray_dashboard_fake import FakeRay, node, served
 
 
 @pytest.fixture
@@ -21,32 +17,8 @@ def dashboard():
     fake.nodes = [node("head0", "10.0.0.1", head=True, CPU=0.0), node("wrk1", "10.0.0.2", CPU=8.0, worker_node=100.0),
                   node("wrk2", "10.0.0.3", state="DEAD", CPU=8.0, worker_node=100.0)]
 
-    class Handler(BaseHTTPRequestHandler):
-        def answer(self):
-            url = urllib.parse.urlsplit(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length)) if length else None
-            status, payload = fake.handle(self.command, url.path, urllib.parse.parse_qs(url.query),
-                                          dict(self.headers.items()), body)
-            text = (payload if isinstance(payload, str) else json.dumps(payload)).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(text)))
-            self.end_headers()
-            self.wfile.write(text)
-
-        do_GET = do_POST = do_DELETE = answer
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield fake, "http://127.0.0.1:%d" % server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with served(fake) as address:
+        yield fake, address
 
 
 def test_submit_read_stop_and_delete_a_job_over_http(dashboard):

@@ -5,30 +5,9 @@ changes nothing and raises (SubmitCheckError, keeping what it found) only when R
 """
 import pytest
 
-from ansible_collections.mvp.ray.plugins.module_utils import mvp_ray, mvp_ray_rest, mvp_submit_check
-from ray_dashboard_fake import FakeRay, node
+from ansible_collections.mvp.ray.plugins.module_utils import mvp_ray, mvp_submit_check
 
 ADDRESS = "http://127.0.0.1:8265"
-
-
-@pytest.fixture
-def cluster_nodes():
-    """A head that runs no jobs, two ALIVE workers carrying worker_node and a DEAD one."""
-    return [node("head0", "10.0.0.1", head=True, CPU=0.0),
-            node("wrk1", "10.0.0.2", CPU=8.0, worker_node=100.0),
-            node("wrk2", "10.0.0.3", CPU=8.0, GPU=2.0, worker_node=100.0),
-            node("wrk3", "10.0.0.4", state="DEAD", CPU=8.0, worker_node=100.0)]
-
-
-@pytest.fixture
-def fake_ray(monkeypatch, cluster_nodes):
-    """A FakeRay holding ``cluster_nodes`` behind ``open_url`` of module_utils mvp_ray_rest; Ray's token variables unset."""
-    fake = FakeRay()
-    fake.nodes = list(cluster_nodes)
-    monkeypatch.setattr(mvp_ray_rest, "open_url", fake.open_url)
-    for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
-        monkeypatch.delenv(name, raising=False)
-    return fake
 
 
 def look(tmp_path, auth_token=None, **options):
