@@ -3,8 +3,10 @@
 #
 # Recipe (verified in this environment, see shared DESIGN.md section 4):
 #   debootstrap a minimal Debian bookworm root filesystem, create a venv at
-#   /opt/mvp/venv inside it, pip install requirements.txt (pinned Ray), then
-#   `docker import` the tree with PATH set so `python` and `ray` resolve.
+#   /opt/mvp/venv inside it, pip install requirements.txt (pinned Ray), create the
+#   MLflow tracking server's own venv at /opt/mvp/mlflow (mlflow-requirements.txt,
+#   apart: its pins conflict with the node venv's), then `docker import` the tree
+#   with PATH set so `python` and `ray` resolve.
 #
 # Variants (--variant NAME, a folder images/NAME beside this one) add to that:
 #   NAME/requirements.txt  more pinned packages, installed after the base ones;
@@ -62,7 +64,7 @@ REPO=${MVP_IMAGE_REPO:-mvp-${VARIANT:-ray-node}}
 # tag hashes each one's path relative to images/ (not where the checkout lives) and content.
 IMAGES_DIR=$(cd "$HERE/.." && pwd)
 recipe_files() {
-  printf '%s\n' "$HERE/build.sh" "$HERE/requirements.txt"
+  printf '%s\n' "$HERE/build.sh" "$HERE/requirements.txt" "$HERE/mlflow-requirements.txt"
   if [ -n "$VARIANT_DIR" ]; then
     find "$VARIANT_DIR" -type f ! -name '*.pyc' ! -path '*/__pycache__/*' ! -path '*.egg-info/*' \
       ! -path '*/build/*' | LC_ALL=C sort
@@ -93,7 +95,9 @@ NODEPS_FILE=""
 if [ -n "$VARIANT_DIR" ] && [ -f "$VARIANT_DIR/requirements-nodeps.txt" ]; then
   NODEPS_FILE="$VARIANT_DIR/requirements-nodeps.txt"
 fi
-VENV_KEY=$( { echo "$PACKAGES"; cat "${REQ_FILES[@]}" ${NODEPS_FILE:+"$NODEPS_FILE"}; } | sha256sum | cut -c1-12)
+MLFLOW_REQ="$HERE/mlflow-requirements.txt"
+MLFLOW_VENV=/opt/mvp/mlflow
+VENV_KEY=$( { echo "$PACKAGES"; cat "${REQ_FILES[@]}" ${NODEPS_FILE:+"$NODEPS_FILE"} "$MLFLOW_REQ"; } | sha256sum | cut -c1-12)
 # A variant with local packages is two images: <repo>-deps:<venv key> (the imported
 # root filesystem with every pinned package, built once per requirement change) and
 # a small `docker build` layer on top with the local packages, so changing the
@@ -179,8 +183,9 @@ PIP_CA_ARGS=()
 pip_in_chroot() {
   # A clean environment: the host's PIP_* settings (local wheel folders, CA paths) do not
   # exist inside the chroot; only an explicit index URL is passed on.
+  # $1: the root filesystem, $2: the venv, then pip's arguments.
   chroot "$1" env -i PATH=/usr/bin:/bin HOME=/root ${PIP_INDEX_URL:+PIP_INDEX_URL=$PIP_INDEX_URL} \
-    "$VENV/bin/pip" "${@:2}"
+    "$2/bin/pip" "${@:3}"
 }
 if [ ! -f "$VENV_CACHE/.mvp-complete" ]; then
   STAGE="$VENV_CACHE.partial"
@@ -203,14 +208,19 @@ if [ ! -f "$VENV_CACHE/.mvp-complete" ]; then
   done
   REQ_ARGS=()
   for i in $(seq 1 $n); do REQ_ARGS+=(-r "/tmp/requirements-$i.txt"); done
-  pip_in_chroot "$STAGE" install -q --no-cache-dir --disable-pip-version-check "${PIP_CA_ARGS[@]}" "${REQ_ARGS[@]}" \
+  pip_in_chroot "$STAGE" "$VENV" install -q --no-cache-dir --disable-pip-version-check "${PIP_CA_ARGS[@]}" "${REQ_ARGS[@]}" \
     || die "pip install inside the image failed."
   if [ -n "$NODEPS_FILE" ]; then
     cp "$NODEPS_FILE" "$STAGE/tmp/requirements-nodeps.txt"
-    pip_in_chroot "$STAGE" install -q --no-cache-dir --disable-pip-version-check --no-deps "${PIP_CA_ARGS[@]}" \
+    pip_in_chroot "$STAGE" "$VENV" install -q --no-cache-dir --disable-pip-version-check --no-deps "${PIP_CA_ARGS[@]}" \
       -r /tmp/requirements-nodeps.txt || die "pip install --no-deps of ${NODEPS_FILE#"$IMAGES_DIR/"} failed."
     rm -f "$STAGE/tmp/requirements-nodeps.txt"
   fi
+  say "creating $MLFLOW_VENV (the MLflow tracking server) from ${MLFLOW_REQ#"$IMAGES_DIR/"}."
+  chroot "$STAGE" python3 -m venv "$MLFLOW_VENV" || die "venv creation of $MLFLOW_VENV failed."
+  cp "$MLFLOW_REQ" "$STAGE/tmp/requirements-mlflow.txt"
+  pip_in_chroot "$STAGE" "$MLFLOW_VENV" install -q --no-cache-dir --disable-pip-version-check "${PIP_CA_ARGS[@]}" \
+    -r /tmp/requirements-mlflow.txt || die "pip install of ${MLFLOW_REQ#"$IMAGES_DIR/"} failed."
   umount "${MOUNTED[@]}"
   MOUNTED=()
   rm -rf "$STAGE/tmp/"requirements-*.txt "$STAGE/tmp/host-ca.crt" "$STAGE/root/.cache"

@@ -36,6 +36,7 @@ FILES = {
     "runtime_env": "config/runtime_env.json",    # Ray's runtime_env of the submission, JSON
     "submit_cmd": "config/submit_cmd.txt",       # the equivalent `ray job submit` line
     "resolved_config": "config/resolved_config.yaml",  # the trainer's config composed on the head (secrets redacted)
+    "mlflow_run": "config/mlflow_run.json",      # the job's MLflow run: run_id, experiment, tracking_uri, ui_url
     # written while the job runs (mvp_entry.py on the driver's worker, verl)
     "driver_log": "logs/driver.log",             # the trainer's stdout and stderr, MVP_* lines
     "metrics": "logs/metrics.jsonl",             # verl's file logger: {"step": N, "data": {...}} per line

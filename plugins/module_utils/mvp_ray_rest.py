@@ -69,10 +69,13 @@ class RayHttpError(RuntimeError):
         RuntimeError.__init__(self, "Request failed with status code %s: %s.%s" % (status, body.strip(), hint))
 
 
-class _Http(object):
-    """One dashboard address and its headers; every call is one HTTP request, JSON in and out.
+class HttpJson(object):
+    """One HTTP address and its headers; every call is one request, JSON in and out.
 
-    :param address: str, the dashboard URL (``http://127.0.0.1:8265``); a trailing slash is dropped.
+    The base of the Ray clients here and of MLflow's (module_utils.mvp_mlflow), which override
+    :meth:`error` and :meth:`unreachable` to raise their own exceptions.
+
+    :param address: str, the server's URL (``http://127.0.0.1:8265``); a trailing slash is dropped.
     :param headers: dict of extra request headers (the auth header), or None.
     :param timeout: float, seconds per request when a call names none.
     """
@@ -82,16 +85,25 @@ class _Http(object):
         self.headers = dict(headers or {})
         self.timeout = timeout
 
-    def call(self, method, path, params=None, body=None, timeout=None):
+    def error(self, status, body, url):
+        """Return the exception for an HTTP status of 400 or more (here RayHttpError)."""
+        return RayHttpError(status, body, url)
+
+    def unreachable(self, exc):
+        """Return the exception for no answer at the address (here RayUnreachable)."""
+        return RayUnreachable("Failed to connect to Ray at address: %s (%s)" % (self.address, exc))
+
+    def call(self, method, path, params=None, body=None, timeout=None, raw=None):
         """Send one request and return the decoded JSON answer (None for an empty body).
 
-        :param method: str, ``GET``, ``POST`` or ``DELETE``.
+        :param method: str, ``GET``, ``POST``, ``PUT`` or ``DELETE``.
         :param path: str, the route (``/api/jobs/``); ``params`` become its query string
             (lists repeat the key).
         :param body: JSON-serialisable object sent as ``application/json``, or None.
         :param timeout: float seconds, or None for the client's default.
-        :raises RayUnreachable: no answer from the address.
-        :raises RayHttpError: an HTTP status of 400 or more (its body in the message).
+        :param raw: bytes sent as ``application/octet-stream`` instead of ``body``, or None.
+        :raises RayUnreachable: no answer from the address (a subclass's :meth:`unreachable`).
+        :raises RayHttpError: an HTTP status of 400 or more, its body in the message (:meth:`error`).
         :raises ValueError: an answer that is not JSON.
         """
         url = self.address + path
@@ -99,7 +111,10 @@ class _Http(object):
             url += "?" + urlencode(params, doseq=True)
         headers = dict(self.headers)
         data = None
-        if body is not None:
+        if raw is not None:
+            data = raw
+            headers["Content-Type"] = "application/octet-stream"
+        elif body is not None:
             data = json.dumps(body).encode("utf-8")
             headers["Content-Type"] = "application/json"
         try:
@@ -107,13 +122,13 @@ class _Http(object):
                                 timeout=timeout or self.timeout, follow_redirects="none")
             text = response.read().decode("utf-8")
         except HTTPError as exc:
-            raise RayHttpError(exc.code, exc.read().decode("utf-8", "replace"), url)
+            raise self.error(exc.code, exc.read().decode("utf-8", "replace"), url)
         except (URLError, socket.timeout, OSError) as exc:
-            raise RayUnreachable("Failed to connect to Ray at address: %s (%s)" % (self.address, exc))
+            raise self.unreachable(exc)
         return json.loads(text) if text.strip() else None
 
 
-class JobsClient(_Http):
+class JobsClient(HttpJson):
     """Ray's Jobs API over HTTP: the methods of ``JobSubmissionClient`` the modules use.
 
     :param address: str, the dashboard URL. :param headers: dict or None (auth header).
@@ -158,7 +173,7 @@ class JobsClient(_Http):
         return (self.call("GET", "/api/jobs/%s/logs" % quote(submission_id, safe="")) or {}).get("logs", "")
 
 
-class StateClient(_Http):
+class StateClient(HttpJson):
     """Ray's State API over HTTP: ``ray.util.state``'s list functions the modules use.
 
     Each takes the keyword arguments of its ``ray.util.state`` namesake; ``address`` (when given)

@@ -66,6 +66,8 @@ OWNED_ENV = {
     "RAY_ADDRESS": "nothing: the driver connects to the cluster it was placed on",
     "RAY_AUTH_*": "mvp_ray_auth_token in the inventory (Vault): the token never goes into a job's files",
     "WANDB_API_KEY": "mvp_wandb_api_key in the inventory (Vault): the key never goes into a job's files",
+    "MLFLOW_TRACKING_URI": "mvp_mlflow_enabled and mvp_mlflow_port: jobs log to the head's tracking server",
+    "MLFLOW_RUN_ID": "nothing: the job's MLflow run is made (or, for a restart, continued) at submission",
 }
 # Hydra override keys: optional +, ++ or ~ prefix, then dotted names (verl's keys, `@` for packages).
 OVERRIDE_KEY_RE = re.compile(r"^(\+\+|\+|~)?[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-@/]+)*$")
@@ -723,7 +725,9 @@ def mvp_job_spec(request, catalog, defaults):
         checkpoints (``{setting, models}``: per checkpointed model verl's keep-last-k key, k and where
         it came from, see mvp_retention.retention; None for scripts), and paths (every file and folder of the job directory by its name in ``mvp_job.FILES``,
         plus ``job_dir``: tasks take paths from here instead of joining them), and cluster_lock
-        (the catalog's ``cluster_lock`` the job takes through mvp_gate.py, see :func:`cluster_lock`; or None).
+        (the catalog's ``cluster_lock`` the job takes through mvp_gate.py, see :func:`cluster_lock`; or None),
+        and mlflow (``{experiment, run_name, port, ui_url}`` of the job's MLflow run, made by ray_job at
+        submission; None for scripts or without a tracking server).
         Before returning, the merged overrides are checked: loggers normalised (mvp_loggers),
         sizes >= 1 and GRPO's ``rollout.n`` >= 2 (_check_sizes), every path inside the shared
         storage and Hydra's inside the job (_check_paths); the model under ``common/models``,
@@ -755,6 +759,7 @@ def mvp_job_spec(request, catalog, defaults):
     if entry.get("module"):
         _check_paths(overrides, merged["field_of"], shared_root, job_dir)
         _check_wandb(overrides, merged["field_of"], defaults)
+    mlflow = _mlflow(entry, overrides, merged["field_of"], defaults, workload, submission_id)
     watchdog = _watchdog(defaults.get("watchdog")) if entry.get("module") else None
     metrics = (posixpath.join(job_dir, METRICS_FILE)
                if entry.get("module") and "file" in _as_list(overrides.get("trainer.logger")) else None)
@@ -813,6 +818,7 @@ def mvp_job_spec(request, catalog, defaults):
         "watchdog": watchdog if metrics else None,
         "max_restarts": max_restarts,
         "restart": defaults.get("restart") or None,
+        "mlflow": mlflow,
         "request": request,
     }
 
@@ -1044,6 +1050,33 @@ def _check_wandb(overrides, field_of, defaults):
         _fail(field_of("trainer.logger"), "asks for wandb but no W&B API key is configured",
               "set mvp_wandb_api_key (keep it in Ansible Vault; it reaches the workers' environment, "
               "never the job's files), or drop wandb from trainer.logger (console and file work offline)")
+
+
+def _mlflow(entry, overrides, field_of, defaults, workload, submission_id):
+    """Log a verl trainer to the head's MLflow tracking server: ``mlflow`` joins ``trainer.logger``.
+
+    verl's ``mlflow`` logger (verl/utils/tracking.py) reads ``MLFLOW_TRACKING_URI`` and continues the
+    run ``MLFLOW_RUN_ID`` names; ray_job sets both at submission, after it made (or found) the run.
+    One experiment per workload; the run is named after the run's first submission id (a restarted
+    attempt, ``defaults['restart']['run']``, continues it).
+
+    :returns: dict ``experiment``, ``run_name``, ``port`` (int), ``ui_url`` (str, '' for the head's
+        node IP); None for a script or with ``defaults['mlflow']['enabled']`` false.
+    :raises JobSpecError: trainer.logger asks for mlflow while the cluster runs no tracking server.
+    """
+    tracking = defaults.get("mlflow") or {}
+    if not entry.get("module"):
+        return None
+    loggers = _as_list(overrides.get("trainer.logger"))
+    if not tracking.get("enabled"):
+        if "mlflow" in loggers:
+            _fail(field_of("trainer.logger"), "asks for mlflow but the cluster runs no MLflow tracking server",
+                  "set mvp_mlflow_enabled: true and run site.yml, or drop mlflow from trainer.logger")
+        return None
+    if "mlflow" not in loggers:
+        overrides["trainer.logger"] = (loggers or ["console"]) + ["mlflow"]
+    return {"experiment": workload, "run_name": (defaults.get("restart") or {}).get("run") or submission_id,
+            "port": int(tracking.get("port") or 5000), "ui_url": tracking.get("ui_url") or ""}
 
 
 def _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, metrics, watchdog, shape):

@@ -202,6 +202,50 @@ options:
       resolved_config_file:
         description: Path inside the job directory that gets the trainer's composed config when it composed.
         type: path
+  mlflow:
+    description:
+      - With I(state=submitted), the job's MLflow run on the head's tracking server, made (or, for a restarted
+        attempt, continued: same I(run_name)) just before the submission (module_utils C(mvp_mlflow.job_run)).
+      - C(MLFLOW_TRACKING_URI) (the head's node IP and I(port)) and C(MLFLOW_RUN_ID) join the submitted
+        runtime_env, so verl's C(mlflow) logger logs into that run.
+      - A server that does not answer leaves the job untracked; the result's C(note) says so.
+    type: dict
+    suboptions:
+      experiment:
+        description: The MLflow experiment (the workload).
+        type: str
+        required: true
+      run_name:
+        description: The run's name (the run's first submission id).
+        type: str
+        required: true
+      port:
+        description: The tracking server's port on the head.
+        type: int
+        default: 5000
+      ui_url:
+        description: The server as browsers reach it, for C(ui_url); empty - the tracking URI.
+        type: str
+        default: ""
+      tags:
+        description: Tags set on the run (values as text).
+        type: dict
+        default: {}
+      artifacts:
+        description: Paths among I(job_dir.files) stored as the run's artifacts under C(<submission_id>/).
+        type: list
+        elements: path
+        default: []
+      record_file:
+        description: Path among I(job_dir)'s files that receives the run's record (JSON, the C(mlflow) result).
+        type: path
+      runtime_env_file:
+        description: Path among I(job_dir)'s files rewritten with the runtime_env as submitted (with the MLflow variables).
+        type: path
+      timeout:
+        description: Seconds per call to the tracking server.
+        type: int
+        default: 10
   refuse:
     description:
       - With I(check), judge the look with C(mvp_spec.mvp_submit_problems) (the rules of the filter
@@ -337,6 +381,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+mlflow:
+  description:
+    - The job's MLflow run - run_id, experiment_id, experiment, run_name, continued (bool), submission_ids
+      (the run's attempts), tracking_uri, ui_url; None when untracked.
+  returned: with I(mlflow), when the job was submitted by this call
+  type: dict
 job:
   description: Ray JobDetails of the job (null when it does not exist), plus C(driver_node_ip) once placed.
   type: dict
@@ -414,6 +464,8 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_debug_bundle import BU
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import SUBDIRS
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_create import JobDirError, create_job_dir
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import (
+    MlflowClient, MlflowHttpError, MlflowUnreachable, job_run, ui_url)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, list_nodes, pending_message,
     placement, status_name)
@@ -446,6 +498,18 @@ CHECK_OPTIONS = dict(
         shared_root=dict(type="path", required=True),
     )),
     resolved_config_file=dict(type="path"),
+)
+# The job's MLflow run (module_utils mvp_mlflow.job_run), made or continued just before the submission.
+MLFLOW_OPTIONS = dict(
+    experiment=dict(type="str", required=True),
+    run_name=dict(type="str", required=True),
+    port=dict(type="int", default=5000),
+    ui_url=dict(type="str", default=""),
+    tags=dict(type="dict", default={}),
+    artifacts=dict(type="list", elements="path", default=[]),
+    record_file=dict(type="path"),
+    runtime_env_file=dict(type="path"),
+    timeout=dict(type="int", default=10),
 )
 
 
@@ -508,6 +572,36 @@ class RayJob(JobModule):
                 module.fail_json(msg=problems[0] + result["note"], changed=False, other_problems=problems[1:])
         return result
 
+    def track(self):
+        """I(mlflow): make or continue the job's MLflow run; return the result keys (dict).
+
+        Adds ``MLFLOW_TRACKING_URI`` (the head's node IP, as the workers reach it) and ``MLFLOW_RUN_ID`` to the
+        runtime_env it submits, and writes them into I(mlflow.runtime_env_file) and the run's record
+        (I(mlflow.record_file)) among I(job_dir)'s files. A server that does not answer leaves the job untracked
+        (a note says so); it never stops the submission.
+        """
+        params, opts = self.params, self.params["mlflow"]
+        if not opts or params["state"] != "submitted" or self.module.check_mode:
+            return {}
+        files = (params["job_dir"] or {}).get("files") or {}
+        client = MlflowClient("http://127.0.0.1:%d" % opts["port"], timeout=opts["timeout"])
+        try:
+            head = [n for n in list_nodes(self.state_api, params["address"]) if n["is_head_node"]]
+            uri = "http://%s:%d" % (head[0]["node_ip"] if head else "127.0.0.1", opts["port"])
+            run = job_run(client, opts["experiment"], opts["run_name"], params["submission_id"], opts["tags"],
+                          {os.path.basename(p): files[p] for p in opts["artifacts"] if isinstance(files.get(p), str)})
+        except (MlflowUnreachable, MlflowHttpError, ValueError, KeyError) as exc:
+            return {"mlflow": None, "note": " Not tracked in MLflow: %s." % exc}
+        run.update(tracking_uri=uri, ui_url=ui_url(opts["ui_url"] or uri, run["experiment_id"], run["run_id"]))
+        env_vars = dict((params["runtime_env"] or {}).get("env_vars") or {},
+                        MLFLOW_TRACKING_URI=uri, MLFLOW_RUN_ID=run["run_id"])
+        params["runtime_env"] = dict(params["runtime_env"] or {}, env_vars=env_vars)
+        if opts["runtime_env_file"]:
+            files[opts["runtime_env_file"]] = json.dumps(params["runtime_env"], indent=4, sort_keys=True) + "\n"
+        if opts["record_file"]:
+            files[opts["record_file"]] = json.dumps(run, indent=4, sort_keys=True) + "\n"
+        return {"mlflow": run}
+
     def prepare(self):
         """Create I(job_dir) and start I(debug_bundle) (state=submitted); return their result keys (dict).
 
@@ -536,9 +630,12 @@ class RayJob(JobModule):
         """Apply the requested state and exit the module."""
         params, module = self.params, self.module
         checked = self.check_first()
+        tracked = self.track() if self.params["mlflow"] and self.info() is None else {}
         prepared = self.prepare()
         job = self.info()
         result = dict(checked, **prepared)
+        result["mlflow"] = tracked.get("mlflow")
+        result["note"] = result.get("note", "") + tracked.get("note", "")
         result.update(changed=bool(prepared), existed=job is not None)
         state = params["state"]
         if state == "submitted":
@@ -607,6 +704,7 @@ def main():
             )),
             debug_bundle=dict(type="dict", options=BUNDLE_OPTIONS),
             check=dict(type="dict", options=CHECK_OPTIONS),
+            mlflow=dict(type="dict", options=MLFLOW_OPTIONS),
             refuse=dict(type="dict", options=dict(
                 spec=dict(type="dict", required=True),
                 worker_resource=dict(type="str"),

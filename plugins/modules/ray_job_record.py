@@ -18,6 +18,9 @@ description:
     (C(config/job_spec.json), C(logs/driver.log), the metrics file, C(logs/watchdog.json)) and
     Ray's node and actor tables now, so a node Ray declared DEAD after the trainer ended still
     names the cause; the entrypoint's own C(logs/verdict.json) is kept, and named when it differs.
+  - An ended job with an MLflow run (C(config/mlflow_run.json)) gets its verdict on the run (tags C(mvp.verdict),
+    C(mvp.cause), C(mvp.summary)) and the run's status C(FINISHED) or C(FAILED) (module_utils
+    C(mvp_mlflow.record_verdict)); a tracking server that does not answer is named in the result's C(mlflow).
   - Reading and waiting is M(mvp.ray.ray_job_info); this module records what it sees once, running
     or ended. Check mode reads and judges but writes nothing.
 version_added: 0.1.0
@@ -63,6 +66,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+mlflow:
+  description: What was put on the job's MLflow run (C(tagged <run id>)), why not, or '' for an untracked job.
+  returned: when the job ended and the record was written
+  type: str
 job:
   description: Ray JobDetails of the job as read (null when Ray does not know the id; nothing is written then).
   type: dict
@@ -98,9 +105,10 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import job_file
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import record_verdict
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import LOST_STATUS, judge_job_dir
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    CONNECTION_ARGS, JobModule, list_job_actors, list_nodes, status_name)
+    CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, list_job_actors, list_nodes, status_name)
 
 STATUS_KEYS = ("submission_id", "message", "start_time", "end_time", "driver_exit_code")
 
@@ -173,6 +181,8 @@ class RayJobRecord(JobModule):
             write_text_atomic(result["log_dest"], logs)
             write_text_atomic(result["status_dest"], json.dumps(record, indent=4, sort_keys=True) + "\n")
             result["changed"] = True
+            if status_name(job.get("status")) in TERMINAL_STATUSES + (LOST_STATUS,):
+                result["mlflow"] = record_verdict(job_file(job_dir, "mlflow_run"), result["verdict"])
         self.module.exit_json(**result)
 
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """Command of a docker-host Ray node container: start Ray from a settings file and keep it running.
 
-The containers role makes this file (with ``mvp_files.py``, ``mvp_net.py``, ``mvp_proc.py`` and ``mvp_ray_start.py`` beside it) the
+The containers role makes this file (with ``mvp_files.py``, ``mvp_net.py``, ``mvp_proc.py``, ``mvp_ray_start.py`` and ``mvp_service.py`` beside it) the
 command of every node container on a docker host; the ray_head and ray_worker roles write the node's
 settings file. Started as::
 
@@ -28,6 +28,9 @@ What it does, in a loop:
    with Ray imported alive (``--block`` would: about 70 MiB per node). When one ends, it stops what is
    left (``ray stop --force``) and exits 1, so Docker restarts the container and Ray with it. When the
    settings file changes, Ray is stopped and started again from the new settings.
+   Every ``SERVICE_POLL_S`` seconds it also starts again each service of ``<temp_dir>/mvp_services/``
+   whose process ended (``mvp_service.keep``: the head's MLflow tracking server, after a container
+   restart or a crash), and reaps them.
 5. SIGTERM (``docker stop``) stops Ray (``ray stop``) and exits 0.
 
 The status file (JSON, replaced atomically) holds ``state`` (``waiting for settings``,
@@ -55,9 +58,12 @@ from mvp_files import write_text_atomic  # noqa: E402  (copied beside this file)
 from mvp_net import head_network  # noqa: E402
 from mvp_proc import argv_of, pids  # noqa: E402
 from mvp_ray_start import ray_reason, retry_pause  # noqa: E402
+from mvp_service import SERVICE_DIR, keep  # noqa: E402
 
 # Seconds between looks at the settings file, the head's port and the Ray process (a stat and a poll).
 POLL_S = 0.2
+# Seconds between looks at the services beside Ray (a listdir and a /proc read per service).
+SERVICE_POLL_S = 5.0
 
 
 def log(message):
@@ -248,7 +254,12 @@ class Node(object):
         self.status.set(state="running", failed_attempts=failed)
         log("Ray runs (settings %s; watching %s)" % (sha[:12], ", ".join(
             "%s %s" % (name, pid) for pid, name in sorted(self.watched.items()))))
+        services = os.path.join(temp_dir, SERVICE_DIR)
+        next_service_look = 0.0
         while True:
+            if time.time() >= next_service_look:
+                keep(services, say=log)
+                next_service_look = time.time() + SERVICE_POLL_S
             ended = sorted("%s (pid %s)" % (name, pid) for pid, name in self.watched.items() if not alive(pid))
             if ended:
                 if self.stopping:

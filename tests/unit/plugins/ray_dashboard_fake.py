@@ -189,13 +189,18 @@ def node(node_id, ip, head=False, state="ALIVE", **resources):
 
 @contextlib.contextmanager
 def served(fake):
-    """``fake`` (a FakeRay) answering HTTP on a free port of 127.0.0.1 in a thread; yields its address (str)."""
+    """``fake`` answering HTTP on a free port of 127.0.0.1 in a thread; yields its address (str).
+
+    ``fake.handle(method, path, query, headers, body)`` returns (status, payload); ``body`` is the decoded
+    JSON, or the raw bytes of a request sent as another content type (an artifact upload).
+    """
 
     class Handler(BaseHTTPRequestHandler):
         def answer(self):
             url = urllib.parse.urlsplit(self.path)
             length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length)) if length else None
+            data = self.rfile.read(length) if length else b""
+            body = (json.loads(data) if "json" in (self.headers.get("Content-Type") or "json") else data) if length else None
             status, payload = fake.handle(self.command, url.path, urllib.parse.parse_qs(url.query),
                                           dict(self.headers.items()), body)
             text = (payload if isinstance(payload, str) else json.dumps(payload)).encode("utf-8")
@@ -204,7 +209,7 @@ def served(fake):
             self.end_headers()
             self.wfile.write(text)
 
-        do_GET = do_POST = do_DELETE = answer
+        do_GET = do_POST = do_PUT = do_DELETE = answer
 
         def log_message(self, *args):
             pass

@@ -1,0 +1,165 @@
+# -*- coding: utf-8 -*-
+"""A long-running program of a node kept beside Ray (the head's MLflow tracking server).
+
+A service is described by a JSON file, ``<service_dir>/<name>.json``, written 0600 by the module
+that starts it (``ray_mlflow_server``):
+
+* ``argv`` (list of str): the program and its arguments;
+* ``env`` (dict str -> str): variables added to the environment it inherits;
+* ``log`` (str): the file its stdout and stderr are appended to;
+* ``cwd`` (str, optional): its working folder (``/`` when absent).
+
+Its process id is kept in ``<service_dir>/<name>.pid``. The program runs in a session of its own
+(``setsid``), with no terminal and no inherited descriptors, so the module or the shell that
+started it may end (an Ansible task over ``docker exec`` or SSH) and the program keeps running.
+
+On docker hosts the node container's command (``mvp_ray_node.py``, where this file is copied
+beside it) calls :func:`keep` while Ray runs: a service whose process ended (a restarted
+container, a crash) is started again from its file. Removing the file first (:func:`stop`) is
+how a service is stopped for good. On nodes reached over SSH nothing watches it; ``site.yml``
+starts it again when it does not answer.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import time
+
+try:
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import argv_of
+except ImportError:  # copied beside the node container's command (mvp_ray_node.py), with these two
+    from mvp_files import write_text_atomic  # type: ignore[no-redef]
+    from mvp_proc import argv_of  # type: ignore[no-redef]
+
+SERVICE_DIR = "mvp_services"
+"""Folder under the node's Ray temp dir (``mvp_ray_temp_dir``) holding the service files."""
+
+
+def paths(service_dir, name):
+    """Return ``{"spec": <name>.json, "pid": <name>.pid}`` under ``service_dir`` (str paths)."""
+    return {"spec": os.path.join(service_dir, name + ".json"), "pid": os.path.join(service_dir, name + ".pid")}
+
+
+def read_spec(path):
+    """Return the service file's dict, or None when it is missing or not a JSON object with ``argv``."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            spec = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return spec if isinstance(spec, dict) and spec.get("argv") else None
+
+
+def running_pid(pid_file, proc_root="/proc"):
+    """Return the pid (int) recorded in ``pid_file`` while that process runs, else None.
+
+    A zombie has no command line (``mvp_proc.argv_of``) and counts as ended.
+    """
+    try:
+        with open(pid_file, encoding="ascii") as handle:
+            pid = int(handle.read().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if argv_of(pid, proc_root) else None
+
+
+def start(spec, pid_file):
+    """Start the service described by ``spec`` (see the module's docstring) detached; return its pid (int).
+
+    Its stdout and stderr are appended to ``spec["log"]`` (the folder is made), stdin is /dev/null.
+    :raises OSError: the program cannot be started (missing, not executable).
+    """
+    os.makedirs(os.path.dirname(spec["log"]) or ".", exist_ok=True)
+    env = dict(os.environ)
+    env.update({str(k): str(v) for k, v in (spec.get("env") or {}).items()})
+    with open(spec["log"], "ab") as log, open(os.devnull, "rb") as devnull:
+        proc = subprocess.Popen(  # pylint: disable=consider-using-with  (it outlives this process)
+            [str(a) for a in spec["argv"]], stdin=devnull, stdout=log, stderr=subprocess.STDOUT,
+            cwd=spec.get("cwd") or "/", env=env, close_fds=True, start_new_session=True)
+    write_text_atomic(pid_file, "%d\n" % proc.pid)
+    return proc.pid
+
+
+def stop(service_dir, name, timeout=30.0):
+    """Stop a service for good: remove its file (so :func:`keep` leaves it down), then end its session.
+
+    SIGTERM to its process group, SIGKILL after ``timeout`` seconds. Returns True when a process ran.
+    """
+    where = paths(service_dir, name)
+    try:
+        os.unlink(where["spec"])
+    except OSError:
+        pass
+    pid = running_pid(where["pid"])
+    if pid is None:
+        return False
+    _signal_group(pid, signal.SIGTERM)
+    deadline = time.time() + timeout
+    while argv_of(pid) and time.time() < deadline:
+        _reap()
+        time.sleep(0.2)
+    if argv_of(pid):
+        _signal_group(pid, signal.SIGKILL)
+    try:
+        os.unlink(where["pid"])
+    except OSError:
+        pass
+    return True
+
+
+def keep(service_dir, say=None):
+    """Start again every service of ``service_dir`` whose process ended; return the names started (list of str).
+
+    Also reaps ended children (the node container's command is their parent after a restart).
+    :param say: callable(str) for one line per start or failure, or None.
+    """
+    _reap()
+    started = []
+    try:
+        names = sorted(f[:-5] for f in os.listdir(service_dir) if f.endswith(".json"))
+    except OSError:
+        return started
+    for name in names:
+        where = paths(service_dir, name)
+        spec = read_spec(where["spec"])
+        if spec is None or running_pid(where["pid"]) is not None:
+            continue
+        try:
+            pid = start(spec, where["pid"])
+        except OSError as exc:
+            if say:
+                say("service %s could not start: %s" % (name, exc))
+            continue
+        started.append(name)
+        if say:
+            say("service %s started (pid %d, log %s)" % (name, pid, spec["log"]))
+    return started
+
+
+def _signal_group(pid, signum):
+    """Send ``signum`` to the process group led by ``pid`` (its session), or to ``pid`` alone."""
+    try:
+        os.killpg(pid, signum)
+    except OSError:
+        try:
+            os.kill(pid, signum)
+        except OSError:
+            pass
+
+
+def _reap():
+    """Collect the exit status of ended children, so they do not stay zombies."""
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except OSError as exc:
+            if exc.errno == errno.ECHILD:
+                return
+            raise
+        if pid == 0:
+            return

@@ -1,0 +1,111 @@
+"""mvp_mlflow against an HTTP server on 127.0.0.1 answering MLflow's REST routes (tests/unit/plugins/mlflow_fake.py):
+one experiment per workload, one run per run name continued by its restarted attempts, artifacts through the
+server's proxy, the verdict on an ended job's run, the auth headers of MLflow's own client."""
+import base64
+import json
+
+import pytest
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import (
+    MlflowClient, MlflowHttpError, MlflowUnreachable, auth_headers, job_run, record_verdict, ui_url)
+
+from mlflow_fake import FakeMlflow
+from ray_dashboard_fake import served
+
+
+@pytest.fixture
+def tracking():
+    """A FakeMlflow served over HTTP; yields (fake, client)."""
+    fake = FakeMlflow()
+    with served(fake) as address:
+        yield fake, MlflowClient(address, headers={})
+
+
+def test_a_first_attempt_makes_the_workloads_experiment_and_a_run_named_after_it(tracking):
+    fake, client = tracking
+    run = job_run(client, "sft", "sft-1", "sft-1", {"mvp.code_id": "verl-0.9.1", "mvp.model": None},
+                  {"resolved_config.yaml": "trainer:\n  total_epochs: 1\n"})
+    assert run["experiment_id"] == fake.experiments["sft"] and run["run_name"] == "sft-1"
+    assert run["continued"] is False and run["submission_ids"] == ["sft-1"]
+    tags = fake.tags(run["run_id"])
+    assert tags["mvp.code_id"] == "verl-0.9.1" and "mvp.model" not in tags
+    assert tags["mvp.submission_ids"] == "sft-1" and tags["mvp.attempt"] == "sft-1"
+    key = "%s/%s/artifacts/sft-1/resolved_config.yaml" % (run["experiment_id"], run["run_id"])
+    assert fake.artifacts == {key: "trainer:\n  total_epochs: 1\n"}
+
+
+def test_a_restarted_attempt_continues_the_same_run_and_extends_the_chain(tracking):
+    fake, client = tracking
+    first = job_run(client, "sft", "sft-1", "sft-1")
+    fake.runs[first["run_id"]]["info"]["status"] = "FAILED"
+    second = job_run(client, "sft", "sft-1", "sft-1-r1")
+    assert second["run_id"] == first["run_id"] and second["continued"] is True
+    assert second["submission_ids"] == ["sft-1", "sft-1-r1"]
+    assert fake.tags(first["run_id"])["mvp.submission_ids"] == "sft-1,sft-1-r1"
+    assert fake.runs[first["run_id"]]["info"]["status"] == "RUNNING"
+    assert len(fake.runs) == 1 and list(fake.experiments) == ["Default", "sft"]
+
+
+def test_two_runs_of_one_workload_share_its_experiment(tracking):
+    fake, client = tracking
+    one, two = job_run(client, "grpo", "g-1", "g-1"), job_run(client, "grpo", "g-2", "g-2")
+    assert one["experiment_id"] == two["experiment_id"] and one["run_id"] != two["run_id"]
+
+
+def test_the_verdict_of_an_ended_job_goes_on_its_run(tracking, tmp_path):
+    fake, client = tracking
+    run = job_run(client, "sft", "sft-1", "sft-1")
+    record = tmp_path / "mlflow_run.json"
+    record.write_text(json.dumps(dict(run, tracking_uri=client.address)))
+    assert record_verdict(str(record), {"verdict": "failed", "cause": "node_lost", "summary": "lost 10.0.0.3"}) \
+        == "tagged %s" % run["run_id"]
+    assert fake.runs[run["run_id"]]["info"]["status"] == "FAILED"
+    assert fake.tags(run["run_id"])["mvp.cause"] == "node_lost"
+    record_verdict(str(record), {"verdict": "trained", "cause": None, "summary": "trained 8 of 8 steps"})
+    assert fake.runs[run["run_id"]]["info"]["status"] == "FINISHED"
+
+
+def test_a_running_job_or_an_untracked_one_is_left_alone(tracking, tmp_path):
+    fake, client = tracking
+    run = job_run(client, "sft", "sft-1", "sft-1")
+    record = tmp_path / "mlflow_run.json"
+    record.write_text(json.dumps(dict(run, tracking_uri=client.address)))
+    calls = len(fake.calls)
+    assert record_verdict(str(record), {"verdict": "running"}).endswith("left as it is")
+    assert record_verdict(str(tmp_path / "missing.json"), {"verdict": "trained"}) == ""
+    assert len(fake.calls) == calls
+
+
+def test_a_server_that_does_not_answer_is_named(tmp_path):
+    client = MlflowClient("http://127.0.0.1:9", headers={}, timeout=2)
+    assert client.healthy() is False
+    with pytest.raises(MlflowUnreachable, match="127.0.0.1:9"):
+        job_run(client, "sft", "sft-1", "sft-1")
+
+
+def test_an_http_error_keeps_mlflows_error_code(tracking):
+    _fake, client = tracking
+    with pytest.raises(MlflowHttpError) as caught:
+        client.call("GET", "/api/2.0/mlflow/no-such-route")
+    assert caught.value.status == 404 and caught.value.error_code == "ENDPOINT_NOT_FOUND"
+
+
+def test_an_artifact_uri_the_server_does_not_proxy_is_refused(tracking):
+    _fake, client = tracking
+    with pytest.raises(ValueError, match="artifacts-destination"):
+        client.upload_text("file:///tmp/mlruns/0/abc/artifacts", "a.txt", "x")
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, {}),
+    ({"MLFLOW_TRACKING_TOKEN": "t0k"}, {"Authorization": "Bearer t0k"}),
+    ({"MLFLOW_TRACKING_USERNAME": "admin", "MLFLOW_TRACKING_PASSWORD": "pw"},
+     {"Authorization": "Basic " + base64.b64encode(b"admin:pw").decode("ascii")}),
+    ({"MLFLOW_TRACKING_USERNAME": "admin"}, {}),
+])
+def test_auth_headers_follow_mlflows_client_variables(env, expected):
+    assert auth_headers(env) == expected
+
+
+def test_the_ui_links_use_the_uis_own_routes():
+    assert ui_url("http://10.0.0.5:5000/", "3", "abc") == "http://10.0.0.5:5000/#/experiments/3/runs/abc"
+    assert ui_url("http://10.0.0.5:5000", "3") == "http://10.0.0.5:5000/#/experiments/3"
