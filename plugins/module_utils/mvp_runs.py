@@ -233,7 +233,8 @@ def read_run(job_dir, keys=None, with_series=True):
         ``workload``, ``code_id``, ``model``, ``created`` (float, seconds since the
         epoch: when job_spec.json was written), ``recorded_status`` (status.json or
         None), ``last_step``, ``series`` (when asked), ``last`` ({metric: value}),
-        ``checkpoint`` (``latest_checkpoint``) and ``resume_from`` (the spec's).
+        ``checkpoint`` (``latest_checkpoint``), ``resume_from`` (the spec's) and ``mlflow_url`` (the MLflow
+        UI's page of its run, from ``config/mlflow_run.json``; None for an untracked job).
     """
     spec = _read_json(os.path.join(job_dir, SPEC_FILE))
     spec_dict = spec if isinstance(spec, dict) else {}
@@ -257,6 +258,7 @@ def read_run(job_dir, keys=None, with_series=True):
         "checkpoint": latest_checkpoint(os.path.join(job_dir, FILES["checkpoints"]), spec_dict.get("world_size")),
         "resume_from": spec_dict.get("resume_from"),
         "repeat": spec_dict.get("repeat"),
+        "mlflow_url": (_read_json(os.path.join(job_dir, FILES["mlflow_run"])) or {}).get("ui_url"),
     }
     if with_series:
         run["series"] = metrics["series"]

@@ -9,7 +9,9 @@ that starts it (``ray_mlflow_server``):
 * ``log`` (str): the file its stdout and stderr are appended to;
 * ``cwd`` (str, optional): its working folder (``/`` when absent).
 
-Its process id is kept in ``<service_dir>/<name>.pid``. The program runs in a session of its own
+Its process id is kept in ``<service_dir>/<name>.pid`` with the process's start time (``<pid> <start>``,
+the clock ticks since boot of ``/proc/<pid>/stat``), so a pid the kernel gave to another program after a
+container restart is not taken for the service. The program runs in a session of its own
 (``setsid``), with no terminal and no inherited descriptors, so the module or the shell that
 started it may end (an Ansible task over ``docker exec`` or SSH) and the program keeps running.
 
@@ -31,10 +33,8 @@ import time
 
 try:
     from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
-    from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import argv_of
-except ImportError:  # copied beside the node container's command (mvp_ray_node.py), with these two
+except ImportError:  # copied beside the node container's command (mvp_ray_node.py), with mvp_files.py
     from mvp_files import write_text_atomic  # type: ignore[no-redef]
-    from mvp_proc import argv_of  # type: ignore[no-redef]
 
 SERVICE_DIR = "mvp_services"
 """Folder under the node's Ray temp dir (``mvp_ray_temp_dir``) holding the service files."""
@@ -58,14 +58,37 @@ def read_spec(path):
 def running_pid(pid_file, proc_root="/proc"):
     """Return the pid (int) recorded in ``pid_file`` while that process runs, else None.
 
-    A zombie has no command line (``mvp_proc.argv_of``) and counts as ended.
+    A zombie (state ``Z`` or ``X`` in ``/proc/<pid>/stat``, proc(5)) counts as ended, and so does a
+    process whose start time differs from the recorded one (the pid was reused, e.g. after a restart).
     """
     try:
         with open(pid_file, encoding="ascii") as handle:
-            pid = int(handle.read().strip())
-    except (OSError, ValueError):
+            fields = handle.read().split()
+        pid = int(fields[0])
+    except (OSError, ValueError, IndexError):
         return None
-    return pid if argv_of(pid, proc_root) else None
+    state = _stat(pid, proc_root)
+    if state is None or state[0] in ("Z", "X"):
+        return None
+    if len(fields) > 1 and fields[1] != state[19]:
+        return None
+    return pid
+
+
+def alive(pid, proc_root="/proc"):
+    """True while the process ``pid`` exists and is not a zombie (its state in ``/proc/<pid>/stat``)."""
+    state = _stat(pid, proc_root)
+    return state is not None and state[0] not in ("Z", "X")
+
+
+def _stat(pid, proc_root="/proc"):
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first, start time at index 19), or None."""
+    try:
+        with open(os.path.join(proc_root, str(pid), "stat"), encoding="utf-8", errors="replace") as handle:
+            fields = handle.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return fields if len(fields) > 19 else None
 
 
 def start(spec, pid_file):
@@ -78,10 +101,12 @@ def start(spec, pid_file):
     env = dict(os.environ)
     env.update({str(k): str(v) for k, v in (spec.get("env") or {}).items()})
     with open(spec["log"], "ab") as log, open(os.devnull, "rb") as devnull:
-        proc = subprocess.Popen(  # pylint: disable=consider-using-with  (it outlives this process)
+        # It outlives this process: no context manager.
+        proc = subprocess.Popen(  # pylint: disable=consider-using-with
             [str(a) for a in spec["argv"]], stdin=devnull, stdout=log, stderr=subprocess.STDOUT,
             cwd=spec.get("cwd") or "/", env=env, close_fds=True, start_new_session=True)
-    write_text_atomic(pid_file, "%d\n" % proc.pid)
+    state = _stat(proc.pid)
+    write_text_atomic(pid_file, "%d %s\n" % (proc.pid, state[19] if state else ""))
     return proc.pid
 
 
@@ -100,10 +125,10 @@ def stop(service_dir, name, timeout=30.0):
         return False
     _signal_group(pid, signal.SIGTERM)
     deadline = time.time() + timeout
-    while argv_of(pid) and time.time() < deadline:
+    while alive(pid) and time.time() < deadline:
         _reap()
         time.sleep(0.2)
-    if argv_of(pid):
+    if alive(pid):
         _signal_group(pid, signal.SIGKILL)
     try:
         os.unlink(where["pid"])

@@ -205,7 +205,7 @@ options:
   mlflow:
     description:
       - With I(state=submitted), the job's MLflow run on the head's tracking server, made (or, for a restarted
-        attempt, continued: same I(run_name)) just before the submission (module_utils C(mvp_mlflow.job_run)).
+        attempt, continued - same I(run_name)) just before the submission (module_utils C(mvp_mlflow.job_run)).
       - C(MLFLOW_TRACKING_URI) (the head's node IP and I(port)) and C(MLFLOW_RUN_ID) join the submitted
         runtime_env, so verl's C(mlflow) logger logs into that run.
       - A server that does not answer leaves the job untracked; the result's C(note) says so.

@@ -19,11 +19,11 @@ description:
   - The server runs detached in a session of its own (module_utils C(mvp_service)); its command is kept
     in C(<service_dir>/mlflow.json) (mode 0600) and its pid in C(<service_dir>/mlflow.pid). On docker
     hosts the node container's command starts it again from that file when it ends (a restarted
-    container). MLflow's job-execution workers are off (C(MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false):
+    container). MLflow's job-execution workers are off (C(MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false) -
     seven more Python processes, about 0.9 GiB, that tracking does not use).
   - With I(state=stopped), removes the service file and ends the server's session; the store is kept.
 version_added: "0.1.0"
-author: mvp
+author: MVP project (@mvp)
 extends_documentation_fragment: [mvp.ray.attributes]
 attributes:
   check_mode:

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 import traceback
+import urllib.request
 
 from suite import differences, head_state, print_table
 from suite import listing as suite_listing
@@ -78,6 +79,9 @@ class Cluster:
         self.network = head_vars.get("mvp_docker_network", "mvp-ray-net")
         # Non-empty (possibly a template): the head keeps its GCS tables across a restart.
         self.gcs_storage = str(head_vars.get("mvp_ray_gcs_storage_path") or "").strip()
+        # The head's MLflow tracking server (mvp_mlflow_*), reached from the docker host at the head's IP.
+        self.mlflow = head_vars.get("mvp_mlflow_enabled", True) not in (False, "false", "False")
+        self.mlflow_port = int(head_vars.get("mvp_mlflow_port", 5000))
 
     # --- docker -----------------------------------------------------------
     def starts_ray_itself(self, host):
@@ -441,6 +445,7 @@ def case_restarted_head(case):
     keeps = cluster.gcs_storage
     case.note("GCS tables %s" % ("kept on the head" if keeps else "in memory"))
     itself = cluster.starts_ray_itself(cluster.head)
+    marked = mlflow_mark(cluster, case) if cluster.mlflow else None
     cluster.docker("restart", cluster.container[cluster.head])
     if itself:
         restarted = time.time()
@@ -449,6 +454,15 @@ def case_restarted_head(case):
         case.check((cluster.alive() or {}).get(cluster.head, set()) - before[cluster.head],
                    "the head's container did not start Ray by itself within 120 s of docker restart")
         case.note("Ray back on the head %.0f s after docker restart, before site.yml" % (time.time() - restarted))
+        if marked:  # the container's command starts the tracking server again from its service file
+            while time.time() - restarted < 180 and mlflow_call(cluster, "GET", "/health") != "OK":
+                time.sleep(2)
+            run = (mlflow_call(cluster, "GET", "/api/2.0/mlflow/runs/get?run_id=" + marked) or {}).get("run") or {}
+            metrics = {m["key"]: (m["value"], m["step"]) for m in (run.get("data") or {}).get("metrics") or []}
+            case.check(metrics.get("loss") == (1.5, 7), "the MLflow run made before the restart is not served after it "
+                       "(%s)" % (metrics or "no answer within 180 s"))
+            case.note("MLflow back %.0f s after docker restart, before site.yml, with the run made before it"
+                      % (time.time() - restarted))
     run = case.play("site.yml")
     case.check(run.rc == 0, "site.yml rc=%s" % run.rc)
     recap = run.recap()
@@ -487,6 +501,36 @@ def case_restarted_head(case):
     case.check(not changes, "job directories changed: %s" % changes[:10])
     if not changes:
         case.note("%d job dirs, %d entries unchanged" % (len(job_dirs(cluster)), len(jobs_after)))
+
+
+def mlflow_call(cluster, method, route, body=None, timeout=5):
+    """One call of the head's MLflow REST API from the docker host; the decoded JSON, or None without an answer."""
+    ips = sorted(cluster.ip(cluster.head))
+    if not ips:
+        return None
+    request = urllib.request.Request("http://%s:%d%s" % (ips[0], cluster.mlflow_port, route), method=method,
+                                     data=json.dumps(body).encode("utf-8") if body is not None else None,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            text = answer.read().decode("utf-8")
+    except (OSError, ValueError):
+        return None
+    return json.loads(text) if text.strip().startswith("{") else text
+
+
+def mlflow_mark(cluster, case):
+    """A run with one logged metric on the head's tracking server (the case's own experiment); its run id."""
+    name = "faults-restarted-head"
+    found = mlflow_call(cluster, "GET", "/api/2.0/mlflow/experiments/get-by-name?experiment_name=" + name)
+    experiment = (found or {}).get("experiment", {}).get("experiment_id") or (
+        mlflow_call(cluster, "POST", "/api/2.0/mlflow/experiments/create", {"name": name}) or {}).get("experiment_id")
+    case.check(experiment, "the head's MLflow tracking server does not answer on port %d" % cluster.mlflow_port)
+    run = (mlflow_call(cluster, "POST", "/api/2.0/mlflow/runs/create", {"experiment_id": experiment,
+                                                                        "run_name": "before-restart"}) or {})["run"]
+    mlflow_call(cluster, "POST", "/api/2.0/mlflow/runs/log-metric", {
+        "run_id": run["info"]["run_id"], "key": "loss", "value": 1.5, "timestamp": int(time.time() * 1000), "step": 7})
+    return run["info"]["run_id"]
 
 
 def case_down_wrong_purge(case):
@@ -673,8 +717,8 @@ CASES = [
     ("worker killed during a selftest", "the driver's worker killed: collect.yml returns < 300 s with a collect "
      "bundle; FAILED, verdict node_lost naming that worker's IP",
      case_worker_killed_during_job),
-    ("restarted head", "Ray back on the head (by its container, or site.yml); workers reconnect (GCS kept) or restart; all ALIVE; "
-     "job dirs unchanged", case_restarted_head),
+    ("restarted head", "Ray and the MLflow tracking server back on the head (by its container, or site.yml), with the "
+     "runs made before; workers reconnect (GCS kept) or restart; all ALIVE; job dirs unchanged", case_restarted_head),
     ("site.yml with a running job", "a change that restarts the workers' Ray: refused naming the job, nothing "
      "touched; unchanged site.yml passes beside it; mvp_running_jobs=wait: the play waits for the job's end, then "
      "restarts every worker", case_site_with_a_running_job),

@@ -428,3 +428,52 @@ def test_transfer_queue_jobs_take_the_cluster_lock_unless_the_legacy_trainer_is_
     assert legacy["cluster_lock"] is None and "--lock" not in argv(legacy["entrypoint"])
     assert "mvp_gate.py" in legacy["entrypoint"] and legacy["shape"]["pools"]
     assert spec(workload="sft")["cluster_lock"] is None
+
+
+def _tracking(spec_defaults, enabled=True, **more):
+    """The builder's defaults with the head's MLflow tracking server (mvp_mlflow_*)."""
+    return dict(spec_defaults, mlflow={"enabled": enabled, "port": 5123, "ui_url": ""}, **more)
+
+
+@pytest.mark.parametrize("workload", ["sft", "grpo", "ppo"])
+def test_with_a_tracking_server_a_trainer_logs_to_mlflow_beside_its_loggers(workload, catalog, spec_defaults):
+    before = catalog[workload]["trainer_overrides"].get("trainer.logger")
+    result = mvp_job_spec({"workload": workload, "submission_id": "j-1"}, catalog, _tracking(spec_defaults))
+    assert result["trainer_overrides"]["trainer.logger"] == list(before) + ["mlflow"]
+    assert "trainer.logger=[%s]" % ",".join(list(before) + ["mlflow"]) in result["entrypoint"]
+    assert result["mlflow"] == {"experiment": workload, "run_name": "j-1", "port": 5123, "ui_url": ""}
+    # The run's variables are set by ray_job at submission, never by the builder.
+    assert not any(k.startswith("MLFLOW_") for k in result["runtime_env"]["env_vars"])
+
+
+def test_a_restarted_attempt_names_the_runs_first_id_as_its_mlflow_run(catalog, spec_defaults):
+    result = mvp_job_spec({"workload": "sft", "submission_id": "j-1-r2"}, catalog,
+                          _tracking(spec_defaults, restart={"run": "j-1", "attempt": 3}))
+    assert result["mlflow"]["run_name"] == "j-1"
+
+
+def test_a_logger_that_names_mlflow_already_is_not_doubled(catalog, spec_defaults):
+    result = mvp_job_spec({"workload": "sft", "submission_id": "j", "trainer_overrides": {
+        "trainer.logger": ["console", "mlflow", "file"]}}, catalog, _tracking(spec_defaults))
+    assert result["trainer_overrides"]["trainer.logger"] == ["console", "mlflow", "file"]
+
+
+def test_without_a_tracking_server_mlflow_is_refused_and_nothing_is_added(catalog, spec_defaults):
+    plain = mvp_job_spec({"workload": "sft", "submission_id": "j"}, catalog, _tracking(spec_defaults, enabled=False))
+    assert plain["mlflow"] is None and "mlflow" not in plain["trainer_overrides"]["trainer.logger"]
+    with pytest.raises(Exception) as err:
+        mvp_job_spec({"workload": "sft", "submission_id": "j", "trainer_overrides": {"trainer.logger": "mlflow"}},
+                     catalog, _tracking(spec_defaults, enabled=False))
+    assert "trainer.logger" in str(err.value) and "mvp_mlflow_enabled" in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID"])
+def test_a_request_may_not_set_the_mlflow_variables_the_project_owns(name, catalog, spec_defaults):
+    with pytest.raises(Exception) as err:
+        mvp_job_spec({"workload": "sft", "submission_id": "j", "env_vars": {name: "x"}}, catalog,
+                     _tracking(spec_defaults))
+    assert name in str(err.value)
+
+
+def test_a_script_workload_is_not_tracked(catalog, spec_defaults):
+    assert mvp_job_spec({"workload": "selftest", "submission_id": "j"}, catalog, _tracking(spec_defaults))["mlflow"] is None
