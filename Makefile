@@ -7,7 +7,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue bench bench-scale bench-train bench-resume bench-queue matrix matrix-ci
+.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue bench bench-scale bench-train bench-resume bench-queue matrix matrix-ci mlflow-screenshot
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -92,6 +92,9 @@ bench-train: setup engine ## Training jobs through submit.yml vs ray job submit 
 	ansible-playbook site.yml
 	python bench/train.py --workload sft --repeat 2
 	python bench/train.py --workload grpo --repeat 1 --out bench/results/train-grpo.json
+
+mlflow-screenshot: setup ## Headless Chromium (Debian's; apt-get installs it if missing) screenshot of the newest sft job's MLflow run page with its train/loss chart, checked for size, non-blank pixels and text (build/mlflow-run.png)
+	python tests/ui/mlflow_screenshot.py --jobs-dir $(HOST_SHARED)/jobs --out build/mlflow-run.png
 
 test: setup engine ## Every test: unit, lint, ansible-test sanity, syntax checks, molecule
 	bash tests/run.sh
