@@ -20,6 +20,7 @@ Times are milliseconds since the epoch, as MLflow keeps them.
 from __future__ import annotations
 
 import base64
+import configparser
 import json
 import os
 import time
@@ -70,6 +71,27 @@ def auth_headers(environ=None):
         pair = "%s:%s" % (env["MLFLOW_TRACKING_USERNAME"], env["MLFLOW_TRACKING_PASSWORD"])
         return {"Authorization": "Basic %s" % base64.b64encode(pair.encode("utf-8")).decode("ascii")}
     return {}
+
+
+def credentials_headers(config_file):
+    """The basic-auth header of the user the server's auth config names (role mlflow_server's mlflow_auth.ini).
+
+    MLflow's basic-auth app reads ``admin_username`` and ``admin_password`` from the ``[mlflow]`` section of
+    that file (``MLFLOW_AUTH_CONFIG_PATH``); the head's modules read the same file (0600) instead of taking
+    the password as an argument.
+    :param config_file: str path, or '' / None without auth.
+    :returns: dict (empty without a path or a readable file holding both).
+    """
+    if not config_file:
+        return {}
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(config_file, encoding="utf-8")
+        section = parser["mlflow"]
+        user, password = section.get("admin_username"), section.get("admin_password")
+    except (OSError, KeyError, configparser.Error):
+        return {}
+    return auth_headers({"MLFLOW_TRACKING_USERNAME": user, "MLFLOW_TRACKING_PASSWORD": password}) if user and password else {}
 
 
 def ui_url(base, experiment_id, run_id=None):
@@ -229,8 +251,9 @@ def record_verdict(record_file, verdict, timeout=10):
     """Put an ended job's verdict on its MLflow run: tags ``mvp.verdict``, ``mvp.cause``, ``mvp.summary``
     and the run's status (``FINISHED`` when it trained or succeeded, else ``FAILED``).
 
-    :param record_file: str, the job's ``config/mlflow_run.json`` (written by ray_job at submission);
-        a job without one (untracked, or from before tracking) is left alone.
+    :param record_file: str, the job's ``config/mlflow_run.json`` (written by ray_job at submission; its
+        ``credentials_file`` names the server's auth config on the head); a job without one (untracked, or
+        from before tracking) is left alone.
     :param verdict: dict, the verdict record (module_utils mvp_verdict: ``verdict``, ``cause``, ``summary``);
         a ``running`` verdict changes nothing.
     :param timeout: float seconds per call.
@@ -244,7 +267,8 @@ def record_verdict(record_file, verdict, timeout=10):
     if not isinstance(run, dict) or not run.get("run_id") or verdict.get("verdict") in (None, "running"):
         return "" if not isinstance(run, dict) else "run %s left as it is" % run.get("run_id")
     port = (run.get("tracking_uri") or "").rpartition(":")[2]
-    client = MlflowClient("http://127.0.0.1:%s" % (port or "5000"), timeout=timeout)
+    client = MlflowClient("http://127.0.0.1:%s" % (port or "5000"), timeout=timeout,
+                          headers=credentials_headers(run.get("credentials_file")))
     try:
         client.set_tags(run["run_id"], {TAG_PREFIX + "verdict": verdict.get("verdict"),
                                         TAG_PREFIX + "cause": verdict.get("cause") or "",

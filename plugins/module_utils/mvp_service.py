@@ -36,7 +36,7 @@ try:
 except ImportError:  # copied beside the node container's command (mvp_ray_node.py), with mvp_files.py
     from mvp_files import write_text_atomic  # type: ignore[no-redef]
 
-SERVICE_DIR = "mvp_services"
+SERVICE_DIR = "mvp-services"
 """Folder under the node's Ray temp dir (``mvp_ray_temp_dir``) holding the service files."""
 
 

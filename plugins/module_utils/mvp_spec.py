@@ -726,7 +726,7 @@ def mvp_job_spec(request, catalog, defaults):
         it came from, see mvp_retention.retention; None for scripts), and paths (every file and folder of the job directory by its name in ``mvp_job.FILES``,
         plus ``job_dir``: tasks take paths from here instead of joining them), and cluster_lock
         (the catalog's ``cluster_lock`` the job takes through mvp_gate.py, see :func:`cluster_lock`; or None),
-        and mlflow (``{experiment, run_name, port, ui_url}`` of the job's MLflow run, made by ray_job at
+        and mlflow (``{experiment, run_name, port, ui_url, credentials_file}`` of the job's MLflow run, made by ray_job at
         submission; None for scripts or without a tracking server).
         Before returning, the merged overrides are checked: loggers normalised (mvp_loggers),
         sizes >= 1 and GRPO's ``rollout.n`` >= 2 (_check_sizes), every path inside the shared
@@ -1061,7 +1061,8 @@ def _mlflow(entry, overrides, field_of, defaults, workload, submission_id):
     attempt, ``defaults['restart']['run']``, continues it).
 
     :returns: dict ``experiment``, ``run_name``, ``port`` (int), ``ui_url`` (str, '' for the head's
-        node IP); None for a script or with ``defaults['mlflow']['enabled']`` false.
+        node IP), ``credentials_file`` (the server's basic-auth config on the head, '' without auth);
+        None for a script or with ``defaults['mlflow']['enabled']`` false.
     :raises JobSpecError: trainer.logger asks for mlflow while the cluster runs no tracking server.
     """
     tracking = defaults.get("mlflow") or {}
@@ -1076,7 +1077,8 @@ def _mlflow(entry, overrides, field_of, defaults, workload, submission_id):
     if "mlflow" not in loggers:
         overrides["trainer.logger"] = (loggers or ["console"]) + ["mlflow"]
     return {"experiment": workload, "run_name": (defaults.get("restart") or {}).get("run") or submission_id,
-            "port": int(tracking.get("port") or 5000), "ui_url": tracking.get("ui_url") or ""}
+            "port": int(tracking.get("port") or 5000), "ui_url": tracking.get("ui_url") or "",
+            "credentials_file": tracking.get("credentials_file") or ""}
 
 
 def _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, metrics, watchdog, shape):

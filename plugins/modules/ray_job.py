@@ -236,6 +236,12 @@ options:
         type: list
         elements: path
         default: []
+      credentials_file:
+        description:
+          - The server's basic-auth config on the head (role mlflow_server's C(mlflow_auth.ini), 0600); its user and
+            password are sent (module_utils C(mvp_mlflow.credentials_headers)). Empty - the server asks for none.
+        type: path
+        default: ""
       record_file:
         description: Path among I(job_dir)'s files that receives the run's record (JSON, the C(mlflow) result).
         type: path
@@ -384,7 +390,7 @@ RETURN = r"""
 mlflow:
   description:
     - The job's MLflow run - run_id, experiment_id, experiment, run_name, continued (bool), submission_ids
-      (the run's attempts), tracking_uri, ui_url; None when untracked.
+      (the run's attempts), tracking_uri, ui_url, credentials_file (a path, never the password); None when untracked.
   returned: with I(mlflow), when the job was submitted by this call
   type: dict
 job:
@@ -465,7 +471,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_tex
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import SUBDIRS
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_create import JobDirError, create_job_dir
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import (
-    MlflowClient, MlflowHttpError, MlflowUnreachable, job_run, ui_url)
+    MlflowClient, MlflowHttpError, MlflowUnreachable, credentials_headers, job_run, ui_url)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, list_nodes, pending_message,
     placement, status_name)
@@ -507,6 +513,7 @@ MLFLOW_OPTIONS = dict(
     ui_url=dict(type="str", default=""),
     tags=dict(type="dict", default={}),
     artifacts=dict(type="list", elements="path", default=[]),
+    credentials_file=dict(type="path", default=""),
     record_file=dict(type="path"),
     runtime_env_file=dict(type="path"),
     timeout=dict(type="int", default=10),
@@ -584,7 +591,8 @@ class RayJob(JobModule):
         if not opts or params["state"] != "submitted" or self.module.check_mode:
             return {}
         files = (params["job_dir"] or {}).get("files") or {}
-        client = MlflowClient("http://127.0.0.1:%d" % opts["port"], timeout=opts["timeout"])
+        client = MlflowClient("http://127.0.0.1:%d" % opts["port"], timeout=opts["timeout"],
+                              headers=credentials_headers(opts["credentials_file"]))
         try:
             head = [n for n in list_nodes(self.state_api, params["address"]) if n["is_head_node"]]
             uri = "http://%s:%d" % (head[0]["node_ip"] if head else "127.0.0.1", opts["port"])
@@ -592,7 +600,8 @@ class RayJob(JobModule):
                           {os.path.basename(p): files[p] for p in opts["artifacts"] if isinstance(files.get(p), str)})
         except (MlflowUnreachable, MlflowHttpError, ValueError, KeyError) as exc:
             return {"mlflow": None, "note": " Not tracked in MLflow: %s." % exc}
-        run.update(tracking_uri=uri, ui_url=ui_url(opts["ui_url"] or uri, run["experiment_id"], run["run_id"]))
+        run.update(tracking_uri=uri, ui_url=ui_url(opts["ui_url"] or uri, run["experiment_id"], run["run_id"]),
+                   credentials_file=opts["credentials_file"])
         env_vars = dict((params["runtime_env"] or {}).get("env_vars") or {},
                         MLFLOW_TRACKING_URI=uri, MLFLOW_RUN_ID=run["run_id"])
         params["runtime_env"] = dict(params["runtime_env"] or {}, env_vars=env_vars)

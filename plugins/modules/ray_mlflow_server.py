@@ -83,12 +83,12 @@ EXAMPLES = r"""
   mvp.ray.ray_mlflow_server:
     store_dir: /private/mlflow
     port: 5000
-    service_dir: /tmp/ray/mvp_services
+    service_dir: /tmp/ray/mvp-services
 
 - name: Stop it (its runs stay in /private/mlflow)
   mvp.ray.ray_mlflow_server:
     state: stopped
-    service_dir: /tmp/ray/mvp_services
+    service_dir: /tmp/ray/mvp-services
 """
 
 RETURN = r"""

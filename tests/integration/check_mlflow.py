@@ -3,7 +3,7 @@
 
 Usage:
     python tests/integration/check_mlflow.py --host-shared /srv/mvp/private --job ID [--job ID ...]
-        [--metric train/loss]
+        [--metric train/loss] [--user mvp --password-file inventories/local/.secrets/mlflow_password]
 
 For each job, every expectation comes from the job directory, read on the docker host (never from the
 code under test):
@@ -24,6 +24,7 @@ code under test):
 Prints one line per check and ``check_mlflow: N passed, M failed``; exits 1 when any check fails.
 """
 import argparse
+import base64
 import json
 import os
 import sys
@@ -31,10 +32,14 @@ import urllib.parse
 import urllib.request
 
 
+AUTH = {}
+"""The Authorization header of the server's basic auth (main() fills it from --user and --password-file)."""
+
+
 def get(base, path, params=None, raw=False):
     """GET ``base + path`` (query ``params``); the decoded JSON answer, or the body's text with ``raw``."""
     url = base.rstrip("/") + path + ("?" + urllib.parse.urlencode(params) if params else "")
-    with urllib.request.urlopen(url, timeout=30) as answer:
+    with urllib.request.urlopen(urllib.request.Request(url, headers=AUTH), timeout=30) as answer:
         text = answer.read().decode("utf-8")
     return text if raw else json.loads(text)
 
@@ -101,7 +106,13 @@ def main(argv=None):
     parser.add_argument("--host-shared", required=True, help="the shared folder on the docker host")
     parser.add_argument("--job", action="append", required=True, help="a submission id (repeatable)")
     parser.add_argument("--metric", default="train/loss", help="the metric compared (default train/loss)")
+    parser.add_argument("--user", default="mvp", help="the server's basic-auth user (mvp_mlflow_username)")
+    parser.add_argument("--password-file", help="file holding its password (mvp_mlflow_password_file); none: no login")
     args = parser.parse_args(argv)
+    if args.password_file:
+        with open(args.password_file, encoding="utf-8") as handle:
+            pair = "%s:%s" % (args.user, handle.read().strip())
+        AUTH["Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
     passed = failed = 0
     for job in args.job:
         try:

@@ -18,6 +18,7 @@ Usage:
         --host-shared /srv/mvp/private [--only CASE ...]
 """
 import argparse
+import base64
 import json
 import os
 import re
@@ -82,6 +83,11 @@ class Cluster:
         # The head's MLflow tracking server (mvp_mlflow_*), reached from the docker host at the head's IP.
         self.mlflow = head_vars.get("mvp_mlflow_enabled", True) not in (False, "false", "False")
         self.mlflow_port = int(head_vars.get("mvp_mlflow_port", 5000))
+        # Its basic auth (mvp_mlflow_auth): the user, and the password site.yml generated into the inventory's
+        # .secrets folder (mvp_mlflow_password_file's default).
+        folder = inventory if os.path.isdir(inventory) else os.path.dirname(inventory)
+        self.mlflow_user = head_vars.get("mvp_mlflow_username", "mvp")
+        self.mlflow_password_file = os.path.join(folder, ".secrets", "mlflow_password")
 
     # --- docker -----------------------------------------------------------
     def starts_ray_itself(self, host):
@@ -508,9 +514,14 @@ def mlflow_call(cluster, method, route, body=None, timeout=5):
     ips = sorted(cluster.ip(cluster.head))
     if not ips:
         return None
+    headers = {"Content-Type": "application/json"}
+    if os.path.isfile(cluster.mlflow_password_file):
+        with open(cluster.mlflow_password_file, encoding="utf-8") as handle:
+            pair = "%s:%s" % (cluster.mlflow_user, handle.read().strip())
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
     request = urllib.request.Request("http://%s:%d%s" % (ips[0], cluster.mlflow_port, route), method=method,
                                      data=json.dumps(body).encode("utf-8") if body is not None else None,
-                                     headers={"Content-Type": "application/json"})
+                                     headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as answer:
             text = answer.read().decode("utf-8")

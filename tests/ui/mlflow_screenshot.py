@@ -114,8 +114,10 @@ def ensure_chromium(path=CHROMIUM):
     return True
 
 
-def take_screenshot(url, out, metric, chromium=CHROMIUM, width=1400, height=900, timeout=90):
+def take_screenshot(url, out, metric, chromium=CHROMIUM, width=1400, height=900, timeout=90, credentials=None):
     """Open ``url`` headless, filter the charts to ``metric``, wait for its line, save the viewport to ``out``.
+
+    ``credentials``: {"username", "password"} for the server's basic auth (mvp_mlflow_auth), or None.
 
     Returns (page text, chart box as (x, y, width, height) in the PNG's pixels). CheckError when the
     page or the chart does not come within ``timeout`` seconds.
@@ -129,7 +131,8 @@ def take_screenshot(url, out, metric, chromium=CHROMIUM, width=1400, height=900,
         except Error as err:
             raise CheckError("cannot start %s: %s" % (chromium, str(err).splitlines()[0])) from err
         try:
-            page = browser.new_page(viewport={"width": width, "height": height}, device_scale_factor=1)
+            page = browser.new_page(viewport={"width": width, "height": height}, device_scale_factor=1,
+                                    http_credentials=credentials)
             page.goto(url, wait_until="domcontentloaded", timeout=limit)
             tab = page.get_by_role("tab", name="Model metrics")
             tab.wait_for(timeout=limit)
@@ -294,6 +297,10 @@ def main(argv=None):
     parser.add_argument("--out", default=os.path.join(ROOT, "build", "mlflow-run.png"), help="the PNG to write")
     parser.add_argument("--metric", default="train/loss", help="the metric whose chart is shown")
     parser.add_argument("--chromium", default=CHROMIUM, help="the Chromium binary (Debian's)")
+    parser.add_argument("--user", default="mvp", help="the server's basic-auth user (mvp_mlflow_username)")
+    parser.add_argument("--password-file", default=os.path.join(ROOT, "inventories", "local", ".secrets",
+                                                                 "mlflow_password"),
+                        help="file holding its password (mvp_mlflow_password_file); missing: no login")
     parser.add_argument("--width", type=int, default=1400)
     parser.add_argument("--height", type=int, default=900)
     parser.add_argument("--timeout", type=int, default=90, help="seconds to wait for the page and the chart")
@@ -314,7 +321,12 @@ def main(argv=None):
         print("run:    %s (%s)" % (run["run_name"], run.get("run_id", "?")))
         print("page:   %s" % url, flush=True)
         ensure_chromium(args.chromium)
-        text, box = take_screenshot(url, args.out, args.metric, args.chromium, args.width, args.height, args.timeout)
+        credentials = None
+        if os.path.isfile(args.password_file):
+            with open(args.password_file, encoding="utf-8") as handle:
+                credentials = {"username": args.user, "password": handle.read().strip()}
+        text, box = take_screenshot(url, args.out, args.metric, args.chromium, args.width, args.height, args.timeout,
+                                    credentials)
     except CheckError as err:
         print("error: %s" % err, file=sys.stderr)
         return 2

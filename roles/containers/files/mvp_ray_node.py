@@ -28,7 +28,7 @@ What it does, in a loop:
    with Ray imported alive (``--block`` would: about 70 MiB per node). When one ends, it stops what is
    left (``ray stop --force``) and exits 1, so Docker restarts the container and Ray with it. When the
    settings file changes, Ray is stopped and started again from the new settings.
-   Every ``SERVICE_POLL_S`` seconds it also starts again each service of ``<temp_dir>/mvp_services/``
+   Every ``SERVICE_POLL_S`` seconds it also starts again each service of ``<temp_dir>/mvp-services/``
    whose process ended (``mvp_service.keep``: the head's MLflow tracking server, after a container
    restart or a crash), and reaps them.
 5. SIGTERM (``docker stop``) stops Ray (``ray stop``) and exits 0.

@@ -281,6 +281,9 @@ DIFFERENT_ON_PURPOSE = {
     "submit_job_builder_defaults",
     # Common: the workload catalog (like run_report_catalog); and <HOME>/.mvp/supervisor, which '' means too.
     "submit_job_workloads", "submit_job_supervisor_log_dir",
+    # Common: the MLflow server's basic-auth credentials (mvp_mlflow_credentials_env); alone: no secret besides
+    # the internal token. And the inventory folder's password file, through mvp_mlflow_password_file.
+    "ray_worker_more_secrets", "mlflow_server_password_file",
 }
 
 

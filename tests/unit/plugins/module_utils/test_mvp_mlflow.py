@@ -6,7 +6,8 @@ import json
 
 import pytest
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import (
-    MlflowClient, MlflowHttpError, MlflowUnreachable, auth_headers, job_run, record_verdict, ui_url)
+    MlflowClient, MlflowHttpError, MlflowUnreachable, auth_headers, credentials_headers, job_run, record_verdict,
+    ui_url)
 
 from mlflow_fake import FakeMlflow
 from ray_dashboard_fake import served
@@ -109,3 +110,13 @@ def test_auth_headers_follow_mlflows_client_variables(env, expected):
 def test_the_ui_links_use_the_uis_own_routes():
     assert ui_url("http://10.0.0.5:5000/", "3", "abc") == "http://10.0.0.5:5000/#/experiments/3/runs/abc"
     assert ui_url("http://10.0.0.5:5000", "3") == "http://10.0.0.5:5000/#/experiments/3"
+
+
+def test_the_heads_modules_take_the_credentials_from_the_servers_auth_config(tmp_path):
+    config = tmp_path / "mlflow_auth.ini"
+    config.write_text("[mlflow]\ndefault_permission = READ\nadmin_username = mvp\nadmin_password = p%w=1\n")
+    assert credentials_headers(str(config)) == {
+        "Authorization": "Basic " + base64.b64encode(b"mvp:p%w=1").decode("ascii")}
+    assert credentials_headers("") == {} and credentials_headers(str(tmp_path / "missing.ini")) == {}
+    config.write_text("[mlflow]\nadmin_username = mvp\n")
+    assert credentials_headers(str(config)) == {}
