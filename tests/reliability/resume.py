@@ -32,8 +32,8 @@ import re
 import sys
 import time
 
-from faults import (CaseFailed, Cluster, finish_playbook, restart_forcing_change, run_cases, start_playbook,
-                    suite_parser, write_figures)
+from faults import (CaseFailed, Cluster, finish_playbook, mlflow_call, restart_forcing_change, run_cases,
+                    start_playbook, suite_parser, write_figures)
 from suite import actors_of_class
 from verdicts import Job, extra_vars, read_json, training_pids, worker_of
 
@@ -213,6 +213,33 @@ def check_continued(case, run, attempts, facts, expected_base, cause="node_lost"
                "final train/loss %s, the uninterrupted run's %s" % (loss, base_loss))
     case.note("final train/loss %s = uninterrupted %s at step %d" % (loss, base_loss, base_last))
     case.seconds.setdefault("fault_to_first_new_step_s", []).extend(facts.get("fault_to_step_s", []))
+    check_one_mlflow_run(case, attempts, base_last, base_loss)
+
+
+def check_one_mlflow_run(case, attempts, last_step, last_loss):
+    """Every attempt logged into the run's one MLflow run (config/mlflow_run.json), named after the first
+    attempt; its train/loss history covers steps 1..last_step and ends with the uninterrupted run's loss."""
+    records = [read_json(os.path.join(a.dir, "config", "mlflow_run.json")) or {} for a in attempts]
+    if not case.cluster.mlflow:
+        return
+    run_ids = {r.get("run_id") for r in records}
+    case.check(len(run_ids) == 1 and None not in run_ids, "the attempts' MLflow runs %s, expected one" % sorted(
+        str(i) for i in run_ids))
+    case.check([r.get("continued") for r in records] == [False] + [True] * (len(records) - 1),
+               "continued flags %s" % [r.get("continued") for r in records])
+    run_id = records[0].get("run_id") or ""
+    run = (mlflow_call(case.cluster, "GET", "/api/2.0/mlflow/runs/get?run_id=" + run_id) or {}).get("run") or {}
+    case.check((run.get("info") or {}).get("run_name") == attempts[0].id, "MLflow run name %s, expected %s" % (
+        (run.get("info") or {}).get("run_name"), attempts[0].id))
+    history = (mlflow_call(case.cluster, "GET", "/api/2.0/mlflow/metrics/get-history?run_id=%s&metric_key=train/loss"
+                           % run_id) or {}).get("metrics") or []
+    steps = {int(m["step"]) for m in history}
+    latest = max((m for m in history if int(m["step"]) == last_step), key=lambda m: m["timestamp"], default={})
+    case.check(steps == set(range(1, last_step + 1)) and abs(latest.get("value", float("nan")) - last_loss)
+               <= 1e-6 * max(1.0, abs(last_loss)), "MLflow train/loss steps %s..%s (%d), last %s; expected 1..%d ending "
+               "at %s" % (min(steps or [0]), max(steps or [0]), len(steps), latest.get("value"), last_step, last_loss))
+    case.note("one MLflow run %s for %d attempts: train/loss steps 1..%d, last %s" % (
+        run_id[:8], len(attempts), last_step, latest.get("value")))
 
 
 def case_killed_driver_worker_corrupt(case):
