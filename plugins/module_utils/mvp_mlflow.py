@@ -22,10 +22,13 @@ from __future__ import annotations
 import base64
 import configparser
 import json
+import math
 import os
+import re
 import time
 from urllib.parse import quote
 
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_rest import HttpJson
 
 API = "/api/2.0/mlflow"
@@ -214,7 +217,15 @@ def _tag_list(tags):
 
 
 def job_run(client, experiment, run_name, submission_id, tags=None, artifacts=None):
-    """The MLflow run of one attempt of a job: the run named ``run_name`` (created when missing).
+    """The MLflow runs of one attempt of a job: the run named ``run_name`` (created when missing) and, for a
+    restarted attempt, a child run of it where verl logs.
+
+    verl's ``mlflow`` logger logs the trainer's whole config as the run's params when it starts
+    (verl/utils/tracking.py), and MLflow never lets a param change: a restarted attempt (another
+    ``trainer.default_local_dir``, ``trainer.experiment_name``, resume path) continuing the run itself
+    would be refused and train untracked. So the first attempt logs into the run, and each restarted
+    attempt into a child run (tag ``mlflow.parentRunId``, named after the attempt) whose metrics
+    :func:`record_verdict` copies into the run when the attempt ends: the run's curve is one line.
 
     :param client: MlflowClient. :param experiment: str, the experiment's name (the workload).
     :param run_name: str, the job's first submission id (every attempt of a restart chain shares it).
@@ -222,8 +233,9 @@ def job_run(client, experiment, run_name, submission_id, tags=None, artifacts=No
         (comma-separated, in order) and set as ``mvp.attempt``.
     :param tags: dict of more tags (``mvp.workload``, ``mvp.code_id``, ...), set on every attempt.
     :param artifacts: dict relative name -> text, stored under ``<submission_id>/`` in the run's artifacts.
-    :returns: dict ``run_id``, ``experiment_id``, ``experiment``, ``run_name``, ``continued`` (bool: the
-        run existed, this attempt continues it), ``submission_ids`` (list of str).
+    :returns: dict ``run_id`` (the run), ``attempt_run_id`` (where this attempt logs: the run, or its child),
+        ``experiment_id``, ``experiment``, ``run_name``, ``continued`` (bool: the run existed, this attempt
+        continues it), ``submission_ids`` (list of str).
     :raises MlflowUnreachable, MlflowHttpError: the server did not answer or refused a call.
     """
     experiment_id = client.experiment_id(experiment)
@@ -236,44 +248,94 @@ def job_run(client, experiment, run_name, submission_id, tags=None, artifacts=No
         chain.append(submission_id)
     all_tags = dict(tags or {})
     all_tags.update({TAG_PREFIX + "submission_ids": ",".join(chain), TAG_PREFIX + "attempt": submission_id})
+    attempt = None
     if run is None:
         run = client.create_run(experiment_id, run_name, all_tags)
     else:
         client.set_tags(run["info"]["run_id"], all_tags)
         client.set_status(run["info"]["run_id"], "RUNNING")
+        attempt = client.create_run(experiment_id, submission_id, dict(
+            all_tags, **{"mlflow.parentRunId": run["info"]["run_id"]}))
     for name, text in sorted((artifacts or {}).items()):
         client.upload_text(run["info"]["artifact_uri"], "%s/%s" % (submission_id, name), text)
-    return {"run_id": run["info"]["run_id"], "experiment_id": experiment_id, "experiment": experiment,
-            "run_name": run_name, "continued": len(chain) > 1, "submission_ids": chain}
+    return {"run_id": run["info"]["run_id"], "attempt_run_id": (attempt or run)["info"]["run_id"],
+            "experiment_id": experiment_id, "experiment": experiment, "run_name": run_name,
+            "continued": len(chain) > 1, "submission_ids": chain}
 
 
-def record_verdict(record_file, verdict, timeout=10):
-    """Put an ended job's verdict on its MLflow run: tags ``mvp.verdict``, ``mvp.cause``, ``mvp.summary``
-    and the run's status (``FINISHED`` when it trained or succeeded, else ``FAILED``).
+def metric_key(name):
+    """MLflow's form of a metric name, as verl's mlflow logger gives it (verl/utils/tracking.py, its key
+    sanitising): ``@`` becomes ``_at_``, repeated slashes one, and each character MLflow refuses (it allows
+    word characters, ``/ . - :`` and spaces) ``_``; so copied values land on the curve verl drew."""
+    key = re.sub(r"/+", "/", str(name).replace("@", "_at_"))
+    return re.sub(r"[^/\w.\- :]", "_", key)
+
+
+def metrics_batches(metrics_file, after_step=0, size=1000):
+    """The metrics of a verl file-logger file (``{"step": N, "data": {...}}`` lines) as MLflow ``log-batch``
+    metric lists of at most ``size`` (MLflow's limit per call), for the steps above ``after_step``.
+
+    Non-numeric and non-finite values are left out (MLflow's JSON takes neither). Lines that are not JSON
+    objects are skipped. :returns: list of lists of ``{key, value, timestamp, step}``.
+    """
+    now = int(time.time() * 1000)
+    out = []
+    try:
+        with open(metrics_file, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            row = json.loads(line)
+            step = int(row["step"])
+        except (ValueError, TypeError, KeyError):
+            continue
+        if step <= after_step or not isinstance(row.get("data"), dict):
+            continue
+        for key, value in sorted(row["data"].items()):
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                out.append({"key": metric_key(key), "value": float(value), "timestamp": now, "step": step})
+    return [out[i:i + size] for i in range(0, len(out), size)]
+
+
+def record_verdict(record_file, verdict, metrics_file=None, after_step=0, timeout=10):
+    """Put an ended attempt's verdict on its MLflow run(s): tags ``mvp.verdict``, ``mvp.cause``, ``mvp.summary``
+    and the status (``FINISHED`` when it trained or succeeded, else ``FAILED``). A restarted attempt's metrics
+    (its child run's, see :func:`job_run`) are copied into the run from ``metrics_file``, steps above
+    ``after_step`` (the checkpoint it resumed from), so the run's curve goes on.
 
     :param record_file: str, the job's ``config/mlflow_run.json`` (written by ray_job at submission; its
         ``credentials_file`` names the server's auth config on the head); a job without one (untracked, or
         from before tracking) is left alone.
     :param verdict: dict, the verdict record (module_utils mvp_verdict: ``verdict``, ``cause``, ``summary``);
         a ``running`` verdict changes nothing.
+    :param metrics_file: str, the attempt's ``logs/metrics.jsonl``, or None.
+    :param after_step: int, the step the attempt resumed from (0 for a first attempt).
     :param timeout: float seconds per call.
     :returns: str, what was done (``tagged <run id>``) or why nothing was ('' without a record file).
     """
-    try:
-        with open(record_file, encoding="utf-8") as handle:
-            run = json.load(handle)
-    except (OSError, ValueError):
+    run = read_json(record_file)
+    if not run.get("run_id"):
         return ""
-    if not isinstance(run, dict) or not run.get("run_id") or verdict.get("verdict") in (None, "running"):
-        return "" if not isinstance(run, dict) else "run %s left as it is" % run.get("run_id")
+    if verdict.get("verdict") in (None, "running"):
+        return "run %s left as it is" % run["run_id"]
     port = (run.get("tracking_uri") or "").rpartition(":")[2]
     client = MlflowClient("http://127.0.0.1:%s" % (port or "5000"), timeout=timeout,
                           headers=credentials_headers(run.get("credentials_file")))
+    status = "FINISHED" if verdict.get("verdict") in ("trained", "succeeded") else "FAILED"
+    tags = {TAG_PREFIX + "verdict": verdict.get("verdict"), TAG_PREFIX + "cause": verdict.get("cause") or "",
+            TAG_PREFIX + "summary": verdict.get("summary") or ""}
+    attempt = run.get("attempt_run_id") or run["run_id"]
+    copied = 0
     try:
-        client.set_tags(run["run_id"], {TAG_PREFIX + "verdict": verdict.get("verdict"),
-                                        TAG_PREFIX + "cause": verdict.get("cause") or "",
-                                        TAG_PREFIX + "summary": verdict.get("summary") or ""})
-        client.set_status(run["run_id"], "FINISHED" if verdict.get("verdict") in ("trained", "succeeded") else "FAILED")
+        if attempt != run["run_id"] and metrics_file:
+            for batch in metrics_batches(metrics_file, after_step):
+                client.call("POST", API + "/runs/log-batch", body={"run_id": run["run_id"], "metrics": batch})
+                copied += len(batch)
+        for run_id in sorted({run["run_id"], attempt}):
+            client.set_tags(run_id, tags)
+            client.set_status(run_id, status)
     except (MlflowUnreachable, MlflowHttpError) as exc:
         return "run %s not tagged: %s" % (run["run_id"], exc)
-    return "tagged %s" % run["run_id"]
+    return "tagged %s" % run["run_id"] + (" (copied %d values of attempt run %s)" % (copied, attempt) if copied else "")

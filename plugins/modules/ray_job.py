@@ -207,7 +207,9 @@ options:
       - With I(state=submitted), the job's MLflow run on the head's tracking server, made (or, for a restarted
         attempt, continued - same I(run_name)) just before the submission (module_utils C(mvp_mlflow.job_run)).
       - C(MLFLOW_TRACKING_URI) (the head's node IP and I(port)) and C(MLFLOW_RUN_ID) join the submitted
-        runtime_env, so verl's C(mlflow) logger logs into that run.
+        runtime_env, so verl's C(mlflow) logger logs into that run - for a restarted attempt into a child run of it,
+        whose metrics M(mvp.ray.ray_job_record) copies into the run when the attempt ends (verl logs its config as
+        params, which MLflow never lets change).
       - A server that does not answer leaves the job untracked; the result's C(note) says so.
     type: dict
     suboptions:
@@ -389,8 +391,9 @@ EXAMPLES = r"""
 RETURN = r"""
 mlflow:
   description:
-    - The job's MLflow run - run_id, experiment_id, experiment, run_name, continued (bool), submission_ids
-      (the run's attempts), tracking_uri, ui_url, credentials_file (a path, never the password); None when untracked.
+    - The job's MLflow run - run_id, attempt_run_id (where this attempt logs - the run, or for a restarted attempt
+      its child run), experiment_id, experiment, run_name, continued (bool), submission_ids (the run's attempts),
+      tracking_uri, ui_url, credentials_file (a path, never the password); None when untracked.
   returned: with I(mlflow), when the job was submitted by this call
   type: dict
 job:
@@ -603,7 +606,7 @@ class RayJob(JobModule):
         run.update(tracking_uri=uri, ui_url=ui_url(opts["ui_url"] or uri, run["experiment_id"], run["run_id"]),
                    credentials_file=opts["credentials_file"])
         env_vars = dict((params["runtime_env"] or {}).get("env_vars") or {},
-                        MLFLOW_TRACKING_URI=uri, MLFLOW_RUN_ID=run["run_id"])
+                        MLFLOW_TRACKING_URI=uri, MLFLOW_RUN_ID=run["attempt_run_id"])
         params["runtime_env"] = dict(params["runtime_env"] or {}, env_vars=env_vars)
         if opts["runtime_env_file"]:
             files[opts["runtime_env_file"]] = json.dumps(params["runtime_env"], indent=4, sort_keys=True) + "\n"

@@ -19,8 +19,10 @@ description:
     Ray's node and actor tables now, so a node Ray declared DEAD after the trainer ended still
     names the cause; the entrypoint's own C(logs/verdict.json) is kept, and named when it differs.
   - An ended job with an MLflow run (C(config/mlflow_run.json)) gets its verdict on the run (tags C(mvp.verdict),
-    C(mvp.cause), C(mvp.summary)) and the run's status C(FINISHED) or C(FAILED) (module_utils
-    C(mvp_mlflow.record_verdict)); a tracking server that does not answer is named in the result's C(mlflow).
+    C(mvp.cause), C(mvp.summary)) and the run's status C(FINISHED) or C(FAILED); a restarted attempt's metrics
+    (its C(logs/metrics.jsonl), the steps after the checkpoint it resumed from) are copied from its child run into
+    the run (module_utils C(mvp_mlflow.record_verdict)). A tracking server that does not answer is named in the
+    result's C(mlflow).
   - Reading and waiting is M(mvp.ray.ray_job_info); this module records what it sees once, running
     or ended. Check mode reads and judges but writes nothing.
 version_added: 0.1.0
@@ -103,7 +105,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import job_file
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import record_verdict
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import LOST_STATUS, judge_job_dir
@@ -182,7 +184,10 @@ class RayJobRecord(JobModule):
             write_text_atomic(result["status_dest"], json.dumps(record, indent=4, sort_keys=True) + "\n")
             result["changed"] = True
             if status_name(job.get("status")) in TERMINAL_STATUSES + (LOST_STATUS,):
-                result["mlflow"] = record_verdict(job_file(job_dir, "mlflow_run"), result["verdict"])
+                spec = read_json(job_file(job_dir, "job_spec"))
+                result["mlflow"] = record_verdict(job_file(job_dir, "mlflow_run"), result["verdict"],
+                                                  job_file(job_dir, "metrics"),
+                                                  int((spec.get("resume_from") or {}).get("step") or 0))
         self.module.exit_json(**result)
 
 

@@ -15,6 +15,7 @@ class FakeMlflow(object):
         self.experiments = {"Default": "0"}
         self.runs = {}
         self.artifacts = {}
+        self.metrics = {}
         self.calls = []
         self._ids = itertools.count(1)
 
@@ -53,6 +54,9 @@ class FakeMlflow(object):
             tags = {t["key"]: t for t in self.runs[body["run_id"]]["data"]["tags"]}
             tags.update({t["key"]: t for t in body.get("tags") or []})
             self.runs[body["run_id"]]["data"]["tags"] = list(tags.values())
+            if len(body.get("metrics") or []) > 1000:
+                return 400, {"error_code": "INVALID_PARAMETER_VALUE", "message": "more than 1000 metrics"}
+            self.metrics.setdefault(body["run_id"], []).extend(body.get("metrics") or [])
             return 200, {}
         if route == "runs/update":
             self.runs[body["run_id"]]["info"]["status"] = body["status"]

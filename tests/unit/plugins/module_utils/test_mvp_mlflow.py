@@ -6,8 +6,8 @@ import json
 
 import pytest
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import (
-    MlflowClient, MlflowHttpError, MlflowUnreachable, auth_headers, credentials_headers, job_run, record_verdict,
-    ui_url)
+    MlflowClient, MlflowHttpError, MlflowUnreachable, auth_headers, credentials_headers, job_run, metric_key,
+    metrics_batches, record_verdict, ui_url)
 
 from mlflow_fake import FakeMlflow
 from ray_dashboard_fake import served
@@ -34,16 +34,57 @@ def test_a_first_attempt_makes_the_workloads_experiment_and_a_run_named_after_it
     assert fake.artifacts == {key: "trainer:\n  total_epochs: 1\n"}
 
 
-def test_a_restarted_attempt_continues_the_same_run_and_extends_the_chain(tracking):
+def test_a_restarted_attempt_continues_the_run_through_a_child_run_and_extends_the_chain(tracking):
     fake, client = tracking
     first = job_run(client, "sft", "sft-1", "sft-1")
+    assert first["attempt_run_id"] == first["run_id"]
     fake.runs[first["run_id"]]["info"]["status"] = "FAILED"
     second = job_run(client, "sft", "sft-1", "sft-1-r1")
     assert second["run_id"] == first["run_id"] and second["continued"] is True
     assert second["submission_ids"] == ["sft-1", "sft-1-r1"]
     assert fake.tags(first["run_id"])["mvp.submission_ids"] == "sft-1,sft-1-r1"
     assert fake.runs[first["run_id"]]["info"]["status"] == "RUNNING"
-    assert len(fake.runs) == 1 and list(fake.experiments) == ["Default", "sft"]
+    # verl logs its (changed) config as params where it logs: a child of the run, named after the attempt.
+    child = fake.runs[second["attempt_run_id"]]
+    assert second["attempt_run_id"] != first["run_id"] and child["info"]["run_name"] == "sft-1-r1"
+    assert fake.tags(second["attempt_run_id"])["mlflow.parentRunId"] == first["run_id"]
+    assert list(fake.experiments) == ["Default", "sft"]
+
+
+def test_a_restarted_attempts_steps_after_its_checkpoint_join_the_runs_curve(tracking, tmp_path):
+    fake, client = tracking
+    job_run(client, "sft", "sft-1", "sft-1")
+    second = job_run(client, "sft", "sft-1", "sft-1-r1")
+    record = tmp_path / "mlflow_run.json"
+    record.write_text(json.dumps(dict(second, tracking_uri=client.address)))
+    rows = [{"step": step, "data": {"train/loss": 6.0 - step / 2, "train/total_tokens(B)": step * 1e-6,
+                                    "note": "text", "bad": float("nan")}} for step in range(3, 9)]
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text("\n".join(json.dumps(r) for r in rows) + "\nnot json\n")
+    done = record_verdict(str(record), {"verdict": "trained", "summary": "trained 8 of 8 steps"}, str(metrics),
+                          after_step=4)
+    copied = fake.metrics[second["run_id"]]
+    expected = [(r["step"], "train/loss", r["data"]["train/loss"]) for r in rows if r["step"] > 4]
+    assert sorted((m["step"], m["key"], m["value"]) for m in copied if m["key"] == "train/loss") == expected
+    assert {m["key"] for m in copied} == {"train/loss", "train/total_tokens_B_"}
+    assert done.startswith("tagged %s (copied %d values" % (second["run_id"], len(copied)))
+    for run_id in (second["run_id"], second["attempt_run_id"]):
+        assert fake.runs[run_id]["info"]["status"] == "FINISHED" and fake.tags(run_id)["mvp.verdict"] == "trained"
+
+
+def test_metrics_are_sent_in_batches_of_at_most_a_thousand(tmp_path):
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text("\n".join(json.dumps({"step": s, "data": {"k%d" % i: i for i in range(30)}})
+                                 for s in range(1, 101)))
+    batches = metrics_batches(str(metrics))
+    assert [len(b) for b in batches] == [1000, 1000, 1000] and batches[0][0]["step"] == 1
+
+
+@pytest.mark.parametrize("name, key", [("train/loss", "train/loss"), ("train/total_tokens(B)", "train/total_tokens_B_"),
+                                       ("a//b", "a/b"), ("val-core/acc@1", "val-core/acc_at_1"),
+                                       ("timing:gen s", "timing:gen s")])
+def test_metric_names_take_the_form_verl_gives_them_in_mlflow(name, key):
+    assert metric_key(name) == key
 
 
 def test_two_runs_of_one_workload_share_its_experiment(tracking):
