@@ -239,7 +239,7 @@ def build_report(runs, parents, metric_specs, baseline_id=None, config_diff=None
             "submission_id": run["submission_id"], "workload": run.get("workload"),
             "code_id": run.get("code_id"), "model": run.get("model"), "status": run.get("status"),
             "verdict": run.get("verdict"), "steps": run.get("last_step"), "wall_s": run.get("wall_s"),
-            "baseline": run["submission_id"] == baseline_id, "mlflow": run.get("mlflow_url"),
+            "baseline": run["submission_id"] == baseline_id, "mlflow": (run.get("mlflow") or {}).get("ui_url"),
             "continues": ({"submission_id": resumed.get("submission_id"), "step": resumed.get("step")}
                           if resumed else None),
         })

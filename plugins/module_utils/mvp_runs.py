@@ -223,6 +223,14 @@ def latest_checkpoint(ckpt_dir, world_size=None):
     return {"step": None, "path": None, "world_size": None, "skipped": skipped, "tracker": tracker}
 
 
+def _mlflow_record(job_dir):
+    """The job's MLflow run as recorded at submission (``config/mlflow_run.json``): its ids and addresses, or None."""
+    record = _read_json(os.path.join(job_dir, FILES["mlflow_run"]))
+    if not isinstance(record, dict) or not record.get("run_id"):
+        return None
+    return {key: record.get(key) for key in ("run_id", "experiment_id", "tracking_uri", "ui_url")}
+
+
 def read_run(job_dir, keys=None, with_series=True):
     """Read one job directory as a run.
 
@@ -233,8 +241,9 @@ def read_run(job_dir, keys=None, with_series=True):
         ``workload``, ``code_id``, ``model``, ``created`` (float, seconds since the
         epoch: when job_spec.json was written), ``recorded_status`` (status.json or
         None), ``last_step``, ``series`` (when asked), ``last`` ({metric: value}),
-        ``checkpoint`` (``latest_checkpoint``), ``resume_from`` (the spec's) and ``mlflow_url`` (the MLflow
-        UI's page of its run, from ``config/mlflow_run.json``; None for an untracked job).
+        ``checkpoint`` (``latest_checkpoint``), ``resume_from`` (the spec's) and ``mlflow`` (``{run_id,
+        experiment_id, tracking_uri, ui_url}`` of its MLflow run, from ``config/mlflow_run.json``; None for an
+        untracked job).
     """
     spec = _read_json(os.path.join(job_dir, SPEC_FILE))
     spec_dict = spec if isinstance(spec, dict) else {}
@@ -258,7 +267,7 @@ def read_run(job_dir, keys=None, with_series=True):
         "checkpoint": latest_checkpoint(os.path.join(job_dir, FILES["checkpoints"]), spec_dict.get("world_size")),
         "resume_from": spec_dict.get("resume_from"),
         "repeat": spec_dict.get("repeat"),
-        "mlflow_url": (_read_json(os.path.join(job_dir, FILES["mlflow_run"])) or {}).get("ui_url"),
+        "mlflow": _mlflow_record(job_dir),
     }
     if with_series:
         run["series"] = metrics["series"]

@@ -68,6 +68,13 @@ options:
     description: Ray Jobs API (dashboard) for live statuses; empty - recorded statuses only.
     type: str
     default: ""
+  mlflow_ui_url:
+    description:
+      - The MLflow tracking server as browsers reach it (mvp_mlflow_ui_url), for each tracked run's C(mlflow.ui_url).
+      - Empty - the head's node IP now (from I(address)) with the port the run was logged to; without an answer,
+        the link recorded at submission.
+    type: str
+    default: ""
   compare:
     description:
       - Return C(config_diff) and C(code_diff) of the selected runs (not of I(parents)).
@@ -148,6 +155,7 @@ runs:
     checkpoint: {description: "newest checkpoint {step, path, world_size} or null", type: dict}
     resume_from: {description: "the spec's resume_from {submission_id, step, path, world_size} or null", type: dict}
     repeat: {description: "the spec's repeat {group, index, count} or null", type: dict}
+    mlflow: {description: "its MLflow run {run_id, experiment_id, tracking_uri, ui_url} (ui_url as reached now, see mlflow_ui_url), or null", type: dict}
 parents:
   description: Runs a selected run resumed from (recursively), not selected themselves.
   type: list
@@ -215,7 +223,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import compare_runs, list_job_dirs, read_run
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import clients, job_row
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import ui_url
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import clients, job_row, list_nodes
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import one_line
 
 ID_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -230,6 +239,30 @@ def ray_table(address):
     except Exception as exc:  # Ray unreachable or the cluster is gone (mvp_ray_rest errors, a non-JSON answer)
         return {}, ("%s" % exc).splitlines()[0] if str(exc) else type(exc).__name__
     return {row["submission_id"]: row for row in (job_row(j) for j in jobs) if row["submission_id"]}, None
+
+
+def mlflow_links(runs, base, address):
+    """Point each tracked run's ``mlflow.ui_url`` at the tracking server as it is reached now.
+
+    ``base`` (mvp_mlflow_ui_url) wins; else the head's node IP now (Ray's node table at ``address``: a recreated
+    head container may have another IP than at submission) with the port the run was logged to; else the
+    link recorded at submission stays.
+    """
+    head_ip = None
+    if not base and address and any(r.get("mlflow") for r in runs):
+        try:
+            heads = [n for n in list_nodes(clients(address)[1], address) if n["is_head_node"]]
+            head_ip = heads[0]["node_ip"] if heads else None
+        except Exception:  # Ray unreachable: the recorded links stay
+            head_ip = None
+    for run in runs:
+        record = run.get("mlflow")
+        if not record:
+            continue
+        port = (record.get("tracking_uri") or "").rpartition(":")[2]
+        now = base or ("http://%s:%s" % (head_ip, port) if head_ip and port else None)
+        if now:
+            record["ui_url"] = ui_url(now, record["experiment_id"], record["run_id"])
 
 
 def add_status(run, table, now):
@@ -262,6 +295,7 @@ def main():
             metrics=dict(type="list", elements="str", default=[]),
             series=dict(type="bool", default=True),
             address=dict(type="str", default=""),
+            mlflow_ui_url=dict(type="str", default=""),
             compare=dict(type="bool", default=False),
             baseline=dict(type="str", default=""),
             diff_file=dict(type="path"),
@@ -320,6 +354,7 @@ def main():
     now = time.time()
     for run in runs + parents:
         add_status(run, table, now)
+    mlflow_links(runs + parents, params["mlflow_ui_url"], params["address"])
     result = dict(changed=False, runs=runs, parents=parents, missing=missing)
     if ray_error:
         result["ray_error"] = ray_error

@@ -94,6 +94,15 @@ def close(a, b):
     return (a is None and b is None) or (a is not None and b is not None and math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-9))
 
 
+
+def read_json_file(path):
+    """The JSON object in ``path``, or None when it is missing or not JSON."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host-shared", required=True)
@@ -225,6 +234,12 @@ def main():
     with open(os.path.join(folder, "report.md"), encoding="utf-8") as handle:
         markdown = handle.read()
     check(all("| %s |" % rid in markdown for rid in runs), "report.md has a row for every run")
+    # Each tracked run links its MLflow run: the UI's page of the run its job directory recorded at submission
+    # (the address may be the head's IP now, not at submission).
+    records = {rid: read_json_file(os.path.join(jobs, rid, "config", "mlflow_run.json")) or {} for rid in runs}
+    pages = ["/#/experiments/%s/runs/%s)" % (r["experiment_id"], r["run_id"]) for r in records.values() if r.get("run_id")]
+    check(all(re.search(r"\[run\]\(https?://[^)\s]+" + re.escape(page), markdown) for page in pages),
+          "report.md links each tracked run to its MLflow run (%d of %d tracked)" % (len(pages), len(runs)))
     print("report %s: %d checks failed" % (args.report, len(failures)))
     return 1 if failures else 0
 
