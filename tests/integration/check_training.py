@@ -31,7 +31,7 @@ code under test:
   tests/reliability/resume.py relies on it), so half of the baseline's improvement leaves room for
   another machine's floating point and still fails a run whose metric stays where it started (improvement
   about 0). The baseline must itself have improved, must have run the same steps, and its recorded
-  learning-relevant trainer overrides (all but the job's own names and its checkpointing) must be the
+  learning-relevant trainer overrides (all but the job's own names, its checkpointing and its loggers) must be the
   job's; otherwise the check fails saying which. ``--record-baseline`` writes this job (when every
   check passed and it improved) as its workload's entry, with its provenance;
 * placement: ``debug/placement.json`` says the driver ran on a worker IP and
@@ -52,9 +52,10 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BASELINES = os.path.join(ROOT, "tests", "data", "training_baselines.json")
-# Trainer overrides that name the job itself or only its checkpointing: they do not shape the learning curve.
+# Trainer overrides that name the job itself, only its checkpointing or where its metrics are logged (the
+# loggers: the MLflow tracking server adds mlflow): they do not shape the learning curve.
 NOT_LEARNING = ("hydra.run.dir", "trainer.default_local_dir", "trainer.experiment_name", "trainer.save_freq",
-                "trainer.max_ckpt_to_keep", "trainer.resume_mode", "trainer.resume_from_path")
+                "trainer.max_ckpt_to_keep", "trainer.resume_mode", "trainer.resume_from_path", "trainer.logger")
 # The margin: this fraction of the baseline's own improvement, unless its entry says another.
 DEFAULT_FRACTION = 0.5
 # The checks the baseline decides (a job recorded as the baseline need not pass them).
@@ -314,6 +315,8 @@ def main():
             source, base_overrides = "job %s" % args.baseline_job, learning_overrides(base_spec)
         if base_overrides is not None:
             mine = learning_overrides(spec)
+            # A baseline recorded before a key joined NOT_LEARNING still lists it.
+            base_overrides = {k: v for k, v in base_overrides.items() if k not in NOT_LEARNING}
             differ = sorted(k for k in set(mine) | set(base_overrides) if mine.get(k) != base_overrides.get(k))
             check("baseline is this request", not differ, "learning overrides of the baseline %s%s" % (
                 source, " differ in %s" % differ if differ else " are the job's"))

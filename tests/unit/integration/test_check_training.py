@@ -127,6 +127,23 @@ def test_the_learning_overrides_leave_out_the_jobs_own_names_and_its_checkpointi
     assert check_training.learning_overrides(spec) == OVERRIDES
 
 
+def test_a_baseline_recorded_with_other_loggers_is_still_this_request(tmp_path):
+    """The loggers say where metrics go (the tracking server adds mlflow), not how the model learns."""
+    baselines = tmp_path / "baselines.json"
+    recorded = dict(OVERRIDES, **{"trainer.logger": ["console", "file"]})
+    baselines.write_text(json.dumps({"sft": {
+        "metric": "train/loss", "direction": "down", "first_step": 1, "first": LEARNS[0], "last_step": len(LEARNS),
+        "last": LEARNS[-1], "learning_overrides": recorded, "provenance": {"job": "the-baseline"}}}))
+    make_job(tmp_path, "tracked", LEARNS, overrides=dict(OVERRIDES, **{"trainer.logger": ["console", "file", "mlflow"]}))
+    make_job(tmp_path, "other-lr", LEARNS, overrides=dict(OVERRIDES, **{"trainer.logger": ["console"], "optim.lr": 1}))
+
+    tracked = learning_lines(tmp_path, "tracked", "--baselines", str(baselines))
+    other = learning_lines(tmp_path, "other-lr", "--baselines", str(baselines))
+
+    assert any(line.startswith("PASS baseline is this request") for line in tracked), tracked
+    assert any(line.startswith("FAIL baseline is this request") and "['optim.lr']" in line for line in other), other
+
+
 def test_the_shipped_baselines_say_which_way_each_key_metric_moves():
     with open(check_training.BASELINES, encoding="utf-8") as handle:
         shipped = json.load(handle)
