@@ -57,7 +57,7 @@ def run(variant, index, epochs):
     """Submit one SFT job of the variant and measure it; returns its record (dict)."""
     job = "bench-mlflow-%s-%d-%s" % (variant, index, time.strftime("%H%M%S"))
     steps = epochs * STEPS_PER_EPOCH
-    request = {"submission_id": job,
+    request = {"workload": "sft", "submission_id": job,
                "trainer_overrides": {"trainer.total_epochs": epochs, "trainer.save_freq": steps}}
     argv = ["ansible-playbook", "submit.yml", "-e", json.dumps(request)]
     if variant == "off":
@@ -74,8 +74,11 @@ def run(variant, index, epochs):
     stop.set()
     watcher.join()
     gaps = [b[1] - a[1] for a, b in zip(stamps, stamps[1:]) if b[0] == a[0] + 1]
-    with open(os.path.join(HOST_SHARED, "jobs", job, "logs", "status.json"), encoding="utf-8") as handle:
-        status = json.load(handle)
+    try:
+        with open(os.path.join(HOST_SHARED, "jobs", job, "logs", "status.json"), encoding="utf-8") as handle:
+            status = json.load(handle)
+    except (OSError, ValueError):
+        status = {"summary": "no logs/status.json; submit.yml rc=%s: %s" % (proc.returncode, proc.stdout[-600:])}
     tracked = os.path.isfile(os.path.join(HOST_SHARED, "jobs", job, "config", "mlflow_run.json"))
     median = statistics.median(gaps) if gaps else None
     return {"variant": variant, "submission_id": job, "rc": proc.returncode, "verdict": status.get("summary"),
