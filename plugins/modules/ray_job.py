@@ -477,7 +477,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import (
     MlflowClient, MlflowHttpError, MlflowUnreachable, credentials_headers, job_run, ui_url)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, list_nodes, pending_message,
-    placement, status_name)
+    placement, status_name, summarize)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_spec import mvp_submit_problems
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_submit_check import SubmitCheckError, look, verl_skipped_note
 
@@ -582,8 +582,10 @@ class RayJob(JobModule):
                 module.fail_json(msg=problems[0] + result["note"], changed=False, other_problems=problems[1:])
         return result
 
-    def track(self):
+    def track(self, checked):
         """I(mlflow): make or continue the job's MLflow run; return the result keys (dict).
+
+        :param checked: dict, :meth:`check_first`'s result (its look's node summary names the head).
 
         Adds ``MLFLOW_TRACKING_URI`` (the head's node IP, as the workers reach it) and ``MLFLOW_RUN_ID`` to the
         runtime_env it submits, and writes them into I(mlflow.runtime_env_file) and the run's record
@@ -597,8 +599,10 @@ class RayJob(JobModule):
         client = MlflowClient("http://127.0.0.1:%d" % opts["port"], timeout=opts["timeout"],
                               headers=credentials_headers(opts["credentials_file"]))
         try:
-            head = [n for n in list_nodes(self.state_api, params["address"]) if n["is_head_node"]]
-            uri = "http://%s:%d" % (head[0]["node_ip"] if head else "127.0.0.1", opts["port"])
+            # The ALIVE head as the look just read it (I(check)), else as Ray's node table says now.
+            summary = (checked.get("check") or {}).get("summary") or summarize(
+                list_nodes(self.state_api, params["address"]), params["worker_resource"])
+            uri = "http://%s:%d" % ((summary["head"] or {}).get("node_ip") or "127.0.0.1", opts["port"])
             run = job_run(client, opts["experiment"], opts["run_name"], params["submission_id"], opts["tags"],
                           {os.path.basename(p): files[p] for p in opts["artifacts"] if isinstance(files.get(p), str)})
         except (MlflowUnreachable, MlflowHttpError, ValueError, KeyError) as exc:
@@ -642,7 +646,7 @@ class RayJob(JobModule):
         """Apply the requested state and exit the module."""
         params, module = self.params, self.module
         checked = self.check_first()
-        tracked = self.track() if self.params["mlflow"] and self.info() is None else {}
+        tracked = self.track(checked) if self.params["mlflow"] and self.info() is None else {}
         prepared = self.prepare()
         job = self.info()
         result = dict(checked, **prepared)

@@ -224,7 +224,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import compare_runs, list_job_dirs, read_run
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import ui_url
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import clients, job_row, list_nodes
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import clients, job_row, list_nodes, summarize
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import one_line
 
 ID_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -251,8 +251,7 @@ def mlflow_links(runs, base, address):
     head_ip = None
     if not base and address and any(r.get("mlflow") for r in runs):
         try:
-            heads = [n for n in list_nodes(clients(address)[1], address) if n["is_head_node"]]
-            head_ip = heads[0]["node_ip"] if heads else None
+            head_ip = (summarize(list_nodes(clients(address)[1], address), "")["head"] or {}).get("node_ip")
         except Exception:  # Ray unreachable: the recorded links stay
             head_ip = None
     for run in runs:

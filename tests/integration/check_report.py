@@ -27,6 +27,8 @@ import sys
 
 import yaml
 
+from check_training import load_json  # the same folder: one JSON reader for the checks
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CATALOG = os.path.join(ROOT, "inventories/common/all/00-mvp-workloads.yml")
 
@@ -95,13 +97,6 @@ def close(a, b):
 
 
 
-def read_json_file(path):
-    """The JSON object in ``path``, or None when it is missing or not JSON."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -236,7 +231,7 @@ def main():
     check(all("| %s |" % rid in markdown for rid in runs), "report.md has a row for every run")
     # Each tracked run links its MLflow run: the UI's page of the run its job directory recorded at submission
     # (the address may be the head's IP now, not at submission).
-    records = {rid: read_json_file(os.path.join(jobs, rid, "config", "mlflow_run.json")) or {} for rid in runs}
+    records = {rid: load_json(os.path.join(jobs, rid, "config", "mlflow_run.json")) or {} for rid in runs}
     pages = ["/#/experiments/%s/runs/%s)" % (r["experiment_id"], r["run_id"]) for r in records.values() if r.get("run_id")]
     check(all(re.search(r"\[run\]\(https?://[^)\s]+" + re.escape(page), markdown) for page in pages),
           "report.md links each tracked run to its MLflow run (%d of %d tracked)" % (len(pages), len(runs)))
