@@ -11,7 +11,7 @@ export ANSIBLE_FORCE_COLOR ?= 0
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
-$(VENV)/.installed: requirements.txt requirements-test.txt
+$(VENV)/.installed: requirements.txt requirements-test.txt roles/job_controller/files/requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-test.txt
 	touch $@

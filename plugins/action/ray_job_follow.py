@@ -9,17 +9,26 @@ seconds with the job's progress read from its job directory (module_utils mvp_pr
 
 from __future__ import annotations
 
+import json
 import os
+import posixpath
 import signal
+import time
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_controller import heartbeat_state
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_progress import progress_line
 
 display = Display()
 
 INFO_MODULE = "mvp.ray.ray_job_info"
+SLURP_MODULE = "ansible.builtin.slurp"
+
+DECISION_POLL_S = 2.0
+"""Seconds between two looks for the job controller's decision once an attempt has ended (run mode)."""
 
 FIRST_CHUNK_S = 5.0
 """The first chunk's length (at most): a job still running shows its first line soon, one already ended none."""
@@ -68,20 +77,95 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
 
     def run(self, tmp=None, task_vars=None):
-        """Call ray_job_info once (no wait, or no interval) or in chunks until the job ends or the module fails."""
+        """Call ray_job_info once (no wait, or no interval) or in chunks until the job ends or the module fails;
+        with I(run), follow the run's attempts until the job controller wrote the run's end."""
         super(ActionModule, self).run(tmp, task_vars)
         args = dict(self._task.args)
         interval = float(args.pop("progress_interval", 30) or 0)
+        run, jobs_dir = bool(args.pop("run", False)), args.pop("jobs_dir", "")
+        run_timeout = float(args.pop("run_timeout", 0) or 0)
+        if run:
+            return self._follow_run(args, task_vars, interval, jobs_dir, run_timeout)
         if args.get("wait", "none") != "terminal" or interval <= 0:
             return self._info(args, task_vars)
+        return self._follow(args, task_vars, interval)
+
+    def _follow_run(self, args, task_vars, interval, jobs_dir, run_timeout):
+        """Follow a run: each attempt to its end (:meth:`_follow`), then the job controller's decision - the next
+        attempt (``logs/restart.json``) or the run's end (``logs/supervisor.json`` of its first attempt)."""
+        run = current = args["submission_id"]
+        deadline = time.time() + (run_timeout or 86400 * 30)
+        # The controller owns the deadlines (it stops a stalled attempt and records why); this only watches.
+        args.update(wait="terminal", pending_timeout=int(run_timeout or 86400 * 30),
+                    running_timeout=int(run_timeout or 86400 * 30), pg_pending_timeout=0)
+        said, lines, calls, requests, result = set(), [], 0, 0, {}
+
+        def say(key, text):
+            if key not in said:
+                said.add(key)
+                display.display(text)
+        while True:
+            if time.time() > deadline:
+                return dict(result, failed=True, msg="run %s did not end within %d s (run_timeout); the job controller "
+                            "still follows it: status.yml" % (run, run_timeout), progress_lines=lines)
+            result = self._follow(dict(args, submission_id=current), task_vars, interval, run=run)
+            lines += result.get("progress_lines") or []
+            calls += int(result.get("module_calls") or 1)
+            requests += int(result.get("http_requests") or 0)
+            if result.get("unreachable") or result.get("failed"):
+                say("head-" + current, "%s: the Ray head does not answer (%s): the job controller heals the cluster; "
+                    "waiting for it" % (current, str(result.get("msg") or "")[:300]))
+                time.sleep(max(interval, DECISION_POLL_S))
+                continue
+            end = self._read_json(jobs_dir, run, "supervisor", task_vars)
+            if end:
+                status = self._read_json(jobs_dir, end.get("attempts", [current])[-1], "status", task_vars)
+                return dict(result, changed=False, failed=False, submission_id=(end.get("attempts") or [current])[-1],
+                            run_end=end, status=status, progress_lines=lines, module_calls=calls,
+                            http_requests=requests)
+            link = self._read_json(jobs_dir, current, "restart", task_vars)
+            if link.get("next") and link["next"] != current:
+                display.display("%s ended (%s: %s); the job controller continues run %s as %s: %s" % (
+                    current, link.get("cause"), str(link.get("summary") or "")[:300], run, link["next"],
+                    link.get("why") or ""))
+                current = link["next"]
+                continue
+            beat = heartbeat_state(self._read_text(posixpath.join(posixpath.dirname(jobs_dir), "controller",
+                                                                  "heartbeat.json"), task_vars), time.time())
+            if not beat["alive"]:
+                say("gone-" + current, "%s ended and no job controller judges it: %s" % (
+                    current, "its heartbeat is %s s old" % beat["age_s"] if beat["age_s"] is not None
+                    else "none has run for this cluster (site.yml starts it)"))
+            time.sleep(DECISION_POLL_S)
+
+    def _read_text(self, path, task_vars):
+        """The text of ``path`` on the task's host ('' when missing or unreadable), with ansible.builtin.slurp."""
+        got = self._execute_module(module_name=SLURP_MODULE, module_args={"src": path}, task_vars=task_vars)
+        if got.get("failed") or got.get("unreachable") or not got.get("content"):
+            return ""
+        import base64  # pylint: disable=import-outside-toplevel
+        return base64.b64decode(got["content"]).decode("utf-8", "replace")
+
+    def _read_json(self, jobs_dir, submission_id, name, task_vars):
+        """The JSON object of the file ``name`` (``mvp_job.FILES``) of a job directory, {} when missing."""
+        try:
+            value = json.loads(self._read_text(posixpath.join(jobs_dir, submission_id, FILES[name]), task_vars) or "{}")
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    def _follow(self, args, task_vars, interval, run=None):
+        """Wait for one job's end in chunks of ``interval`` seconds, printing its progress line between them."""
         submission_id = args.get("submission_id")
-        hint = ("%s: waiting for its end, a progress line every %gs. Ctrl-C leaves the job running; follow it again "
-                "with: %s" % (submission_id, interval, follow_again_command(submission_id)))
+        hint = ("%s: waiting for its end, a progress line every %gs. Ctrl-C leaves the job running%s; follow it again "
+                "with: %s" % (submission_id, interval, " and the job controller following the run" if run else "",
+                              follow_again_command(run or submission_id)))
         previous = signal.getsignal(signal.SIGINT)
 
         def interrupted(signum, frame):
-            note = ("%s: the play was interrupted; the job runs on. Follow it again with: %s"
-                    % (submission_id, follow_again_command(submission_id)))
+            note = ("%s: the play was interrupted; the job runs on%s. Follow it again with: %s"
+                    % (submission_id, ", followed by the job controller" if run else "",
+                       follow_again_command(run or submission_id)))
             if not to_controller_output(note):
                 display.display(note)
             signal.signal(signal.SIGINT, previous)

@@ -37,6 +37,7 @@ FILES = {
     "submit_cmd": "config/submit_cmd.txt",       # the equivalent `ray job submit` line
     "resolved_config": "config/resolved_config.yaml",  # the trainer's config composed on the head (secrets redacted)
     "mlflow_run": "config/mlflow_run.json",      # the job's MLflow run: run_id, experiment, tracking_uri, ui_url
+    "controller": "config/controller.json",      # the run this attempt belongs to: the job controller follows it
     # written while the job runs (mvp_entry.py on the driver's worker, verl)
     "driver_log": "logs/driver.log",             # the trainer's stdout and stderr, MVP_* lines
     "metrics": "logs/metrics.jsonl",             # verl's file logger: {"step": N, "data": {...}} per line
@@ -50,8 +51,8 @@ FILES = {
     # written by the plays (ray_job, ray_job_record, debug_bundle)
     "ray_driver_log": "logs/ray_driver.log",     # Ray's copy of the driver log
     "status": "logs/status.json",                # Ray's last status beside the verdict
-    "restart": "logs/restart.json",              # this attempt failed and was continued as "next" (submit_job)
-    "supervisor": "logs/supervisor.json",        # how the run's background supervisor ended (supervise.yml)
+    "restart": "logs/restart.json",              # this attempt failed and was continued as "next" (job controller)
+    "supervisor": "logs/supervisor.json",        # how the run ended, as the job controller saw it (first attempt)
     "stopped_by": "logs/stopped_by.json",        # a cluster play (down.yml) stopped the job: which, and when
     "interrupted_by": "logs/interrupted_by.json",  # a cluster play (site.yml) stopped it to change its nodes
     "placement": "debug/placement.json",         # where the driver landed (ray_job)

@@ -1,22 +1,21 @@
 # -*- coding: utf-8 -*-
-"""Run a playbook of this collection from a play, through ansible-runner (what AWX runs playbooks with).
+"""Run a playbook of this collection from a program, through ansible-runner (what AWX runs playbooks with).
 
-The restart loop heals the cluster by running the cluster playbook again (``submit_job`` heal.yml) and
-``submit.yml -e wait=false`` starts a supervisor (``supervise.yml``) in the background: both are a playbook
-started by the controller from inside a play. ansible-runner runs it and records every event as JSON
+The job controller (module_utils ``mvp_controller``) heals the cluster, records ended attempts and starts
+the next attempt of a run by running the cluster, record and submit playbooks. ansible-runner runs each and
+records every event as JSON
 (``<private_data_dir>/artifacts/<ident>/job_events/``); the result is read from those events - the
 ``playbook_on_stats`` event's per-host counts and the ``runner_on_failed``/``runner_on_unreachable``
 events' task names and messages - never from the recap text.
 
-Used by the action plugin ``ray_playbook`` (plugins/action/ray_playbook.py) on the controller.
+No task starts a playbook: only the controller program does, with an environment it sets itself (no
+``ANSIBLE_*`` variable of its own reaches the playbook, DESIGN.md section 9).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
-import subprocess
 import sys
 import time
 
@@ -87,7 +86,8 @@ def runner_env(config_file, extra=None):
     return env
 
 
-def run(playbook, inventories, private_data_dir, ident, extra_vars=None, envvars=None, project_dir=None):
+def run(playbook, inventories, private_data_dir, ident, extra_vars=None, envvars=None, project_dir=None,
+        keep_artifacts=20):
     """Run ``playbook`` to its end with ansible-runner; return what its events say.
 
     :param playbook: str, a playbook path or a collection playbook's FQCN (``mvp.ray.cluster``).
@@ -97,6 +97,9 @@ def run(playbook, inventories, private_data_dir, ident, extra_vars=None, envvars
     :param extra_vars: dict or None, given with ``-e``.
     :param envvars: dict str -> str (``runner_env``).
     :param project_dir: str or None, the folder the playbook runs in (the play's configuration folder).
+    :param keep_artifacts: int, how many runs' artifacts ansible-runner keeps in the folder (it removes older ones).
+        What ansible-runner writes of the environment (``artifacts/<ident>/command``, ``env/envvars``: every
+        variable, secrets included) is removed once the run ends.
     :returns: dict ``{"rc": int, "status": str ("successful", "failed", "timeout", "canceled"),
         "hosts": recap(), "changed": bool, "failed_tasks": failed_tasks(), "artifacts": str}``.
     :raises PlaybookRunError: when ansible-runner is not installed (the controller's requirements.txt has it).
@@ -109,10 +112,17 @@ def run(playbook, inventories, private_data_dir, ident, extra_vars=None, envvars
     cmdline = " ".join("-i %s" % shlex.quote(i) for i in inventories)
     os.makedirs(private_data_dir, exist_ok=True)
     kwargs = {"private_data_dir": private_data_dir, "playbook": playbook, "ident": ident, "quiet": True,
-              "envvars": envvars or {}, "cmdline": cmdline, "extravars": dict(extra_vars or {})}
+              "envvars": envvars or {}, "cmdline": cmdline, "extravars": dict(extra_vars or {}),
+              "rotate_artifacts": int(keep_artifacts)}
     if project_dir:
         kwargs["project_dir"] = project_dir
     runner = ansible_runner.run(**kwargs)
+    for leftover in (os.path.join("artifacts", ident, "command"), os.path.join("artifacts", ident, "env.list"),
+                     os.path.join("env", "envvars")):
+        try:
+            os.unlink(os.path.join(private_data_dir, leftover))
+        except OSError:
+            pass
     hosts = recap(runner.stats)
     return {"rc": runner.rc, "status": runner.status, "hosts": hosts,
             "changed": any(c["changed"] > 0 for c in hosts.values()),
@@ -136,36 +146,3 @@ def run_until_success(within, delay, attempt, sleep=time.sleep, clock=time.monot
             result["attempts"] = count
             return result
         sleep(delay)
-
-
-def start_background(playbook, inventories, private_data_dir, ident, extra_vars=None, envvars=None, project_dir=None):
-    """Start ``playbook`` detached from this play with ``ansible-runner start`` (a daemon); do not wait.
-
-    The daemon keeps its pid in ``<private_data_dir>/pid`` while it runs (removed when it ends; a pid file that
-    outlives its process means it was killed without a word), the playbook's output in
-    ``artifacts/<ident>/stdout`` and its events in ``artifacts/<ident>/job_events/``.
-
-    :returns: dict ``{"pid_file", "stdout", "artifacts"}`` (str paths).
-    :raises PlaybookRunError: when ansible-runner cannot be started or exits with an error.
-    """
-    os.makedirs(os.path.join(private_data_dir, "env"), exist_ok=True)
-    with open(os.path.join(private_data_dir, "env", "extravars"), "w", encoding="utf-8") as handle:
-        json.dump(dict(extra_vars or {}), handle)
-    with open(os.path.join(private_data_dir, "env", "envvars"), "w", encoding="utf-8") as handle:
-        json.dump(dict(envvars or {}), handle)
-    with open(os.path.join(private_data_dir, "env", "cmdline"), "w", encoding="utf-8") as handle:
-        handle.write(" ".join("-i %s" % shlex.quote(i) for i in inventories))
-    argv = [sys.executable, "-m", "ansible_runner", "start", private_data_dir, "-p", playbook, "--ident", ident]
-    if project_dir:
-        argv += ["--project-dir", project_dir]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False,
-                              env=dict(os.environ, **(envvars or {})), start_new_session=True)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise PlaybookRunError("ansible-runner start %s failed: %s" % (playbook, exc))
-    if done.returncode != 0:
-        raise PlaybookRunError("ansible-runner start %s exited %d: %s" % (
-            playbook, done.returncode, (done.stderr or done.stdout).strip()[-2000:]))
-    artifacts = os.path.join(private_data_dir, "artifacts", ident)
-    return {"pid_file": os.path.join(private_data_dir, "pid"), "stdout": os.path.join(artifacts, "stdout"),
-            "artifacts": artifacts}

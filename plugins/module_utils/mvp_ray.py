@@ -541,9 +541,11 @@ class JobModule(object):
     def info(self):
         """Return the job as a JSON-safe dict (details_to_dict), or None when Ray does not know the id.
 
-        Fails the module, naming the address, when the dashboard does not answer.
+        Fails the module, naming the address, with ``head_unreachable=True`` when the dashboard does not answer
+        (a fact the callers test, never the message).
         """
         try:
             return details_to_dict(job_info_or_none(self.client, self.params["submission_id"]))
         except RayUnreachable as exc:
-            self.module.fail_json(msg="Cannot reach the Ray Jobs API at %s: %s" % (self.params["address"], exc))
+            self.module.fail_json(msg="Cannot reach the Ray Jobs API at %s: %s" % (self.params["address"], exc),
+                                  head_unreachable=True)

@@ -24,6 +24,12 @@ description:
     minute; the chunks add one module call per I(progress_interval) (docs/benchmarks.md).
   - Before the first line it prints the command that follows the job again, and again when the play
     is interrupted (Ctrl-C), which leaves the job running.
+  - With I(run), I(submission_id) is a run's first attempt and the wait lasts until the run's end: each
+    attempt is followed as above; when one ends, the job controller (module_utils mvp_controller) judges it and
+    either continues the run (C(logs/restart.json) names the next attempt, which is followed next) or ends it
+    (C(logs/supervisor.json) of the first attempt, returned as C(run_end)). The files are read on the task's
+    host (C(ansible.builtin.slurp)). The controller owns the deadlines; this only watches, and says so when the
+    head does not answer (the controller heals it) or when no controller's heartbeat is recent.
   - Otherwise (I(wait=none), or I(progress_interval=0)) it is one call of M(mvp.ray.ray_job_info).
   - Returns what the last call of M(mvp.ray.ray_job_info) returned, plus C(progress_lines), C(module_calls)
     and C(http_requests) (of all the calls).
@@ -42,6 +48,18 @@ options:
     type: str
     choices: [none, terminal]
     default: none
+  run:
+    description: Follow the run whose first attempt is I(submission_id) until the job controller wrote its end.
+    type: bool
+    default: false
+  jobs_dir:
+    description: With I(run), the jobs folder on the task's host (C(<shared_root>/jobs)).
+    type: str
+    default: ""
+  run_timeout:
+    description: With I(run), seconds after which the play stops watching (the controller goes on); C(0) - 30 days.
+    type: float
+    default: 0
   progress_interval:
     description: Seconds between two progress lines while waiting; C(0) waits in one module call and prints nothing.
     type: float
@@ -106,6 +124,18 @@ progress_lines:
   type: list
   elements: str
   returned: with I(wait=terminal) and I(progress_interval) above 0
+run_end:
+  description: With I(run), the run's end as the job controller wrote it (C(state), C(trained), C(why), C(attempts), C(verdict)).
+  type: dict
+  returned: with I(run)
+status:
+  description: With I(run), the last attempt's C(logs/status.json) (Ray's status and the verdict).
+  type: dict
+  returned: with I(run)
+submission_id:
+  description: With I(run), the last attempt's id.
+  type: str
+  returned: with I(run)
 http_requests:
   description: HTTP requests to the dashboard of every call of M(mvp.ray.ray_job_info) the wait took.
   type: int

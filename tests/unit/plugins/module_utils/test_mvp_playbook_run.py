@@ -1,7 +1,6 @@
-"""Playbooks run from a play (plugins/module_utils/mvp_playbook_run.py): ansible-runner for real, on this machine."""
+"""Playbooks run from a program (plugins/module_utils/mvp_playbook_run.py): ansible-runner for real, on this machine."""
 import os
 import sys
-import time
 
 import pytest
 
@@ -71,18 +70,32 @@ def test_retries_until_success_within_the_time_given():
     assert gave_up["rc"] == 1 and gave_up["attempts"] == 2
 
 
-def test_background_run_is_a_daemon_with_a_pid_file_it_removes_at_its_end(project, tmp_path):
-    out = tmp_path / "bg.txt"
-    folder = tmp_path / "supervisor" / "run-1"
-    started = mvp_playbook_run.start_background("probe.yml", [str(project / "hosts.ini")], str(folder), "run-1",
-                                                {"out": str(out), "reason": ""}, mvp_playbook_run.runner_env(None),
-                                                str(project))
-    assert started["pid_file"] == str(folder / "pid")
-    deadline = time.time() + 60
-    while time.time() < deadline and not (os.path.exists(os.path.join(started["artifacts"], "status"))
-                                          and not os.path.exists(started["pid_file"])):
-        time.sleep(0.2)
-    with open(os.path.join(started["artifacts"], "status"), encoding="utf-8") as handle:
-        assert handle.read().strip() == "successful"
-    assert out.read_text() == "x" and not os.path.exists(started["pid_file"])
-    assert "Probe | Change something" in open(started["stdout"], encoding="utf-8").read()
+def test_the_command_file_with_the_environment_is_removed(project, tmp_path):
+    env = dict(mvp_playbook_run.runner_env(None), MVP_SECRET_PROBE="canary-4b1e")
+    result = mvp_playbook_run.run("probe.yml", [str(project / "hosts.ini")], str(tmp_path / "pdd"), "secret-run",
+                                  {"out": str(tmp_path / "s.txt"), "reason": ""}, env, str(project))
+    assert result["rc"] == 0
+    left = [os.path.join(root, name) for root, _, names in os.walk(str(tmp_path / "pdd")) for name in names]
+    assert left and not any("canary-4b1e" in open(path, encoding="utf-8", errors="replace").read() for path in left)
+
+
+def test_a_run_inside_another_runs_environment_works_once_cleaned(project, tmp_path, monkeypatch):
+    """DESIGN.md section 9: an outer ansible-runner's callback variables break the inner run; the job controller
+    removes them (mvp_controller.clean_environ) before it runs a playbook."""
+    import ansible_runner.display_callback  # pylint: disable=import-outside-toplevel
+    from ansible_collections.mvp.ray.plugins.module_utils import mvp_controller  # pylint: disable=import-outside-toplevel
+    callbacks = os.path.join(os.path.dirname(ansible_runner.display_callback.__file__), "callback")
+    monkeypatch.setenv("ANSIBLE_STDOUT_CALLBACK", "awx_display")
+    monkeypatch.setenv("ANSIBLE_CALLBACK_PLUGINS", callbacks)
+    args = ("probe.yml", [str(project / "hosts.ini")], str(tmp_path / "pdd"))
+    inherited = mvp_playbook_run.run(*args, "nested", {"out": str(tmp_path / "n.txt"), "reason": ""},
+                                     mvp_playbook_run.runner_env(None), str(project))
+    assert inherited["rc"] != 0
+    environ = dict(os.environ)
+    mvp_controller.clean_environ(environ)
+    assert not [k for k in environ if k.startswith("ANSIBLE_")]
+    for key in ("ANSIBLE_STDOUT_CALLBACK", "ANSIBLE_CALLBACK_PLUGINS"):
+        monkeypatch.delenv(key)
+    cleaned = mvp_playbook_run.run(*args, "cleaned", {"out": str(tmp_path / "c.txt"), "reason": ""},
+                                   mvp_playbook_run.runner_env(None), str(project))
+    assert cleaned["rc"] == 0 and (tmp_path / "c.txt").read_text() == "x"

@@ -1,0 +1,674 @@
+# -*- coding: utf-8 -*-
+"""The job controller: one long-lived program that follows every run from submission to its end.
+
+A *run* is a chain of attempts ``<run>``, ``<run>-r1``, ... (``mvp_restart``). ``submit.yml`` makes the
+first attempt and hands the run over by writing ``config/controller.json`` into its job directory, in the
+same call that makes the directory (``ray_job``). From then on this program owns the run, whoever
+submitted it and whether or not anybody waits: it follows the current attempt through Ray's Jobs API,
+judges an ended attempt (the playbook ``mvp.ray.record``: ``ray_job_record`` and the final cluster
+snapshot, the same modules a play uses), asks the restart decision (``mvp_restart.decide``), heals the
+cluster (the cluster playbook, through ansible-runner) and starts the next attempt (``mvp.ray.submit``
+with the decision), and writes the run's end into ``logs/supervisor.json`` of its first attempt.
+
+Its state is what the job directories already hold, written before it acts, so a controller that was
+killed and started again picks every unfinished run up where it was and starts no attempt twice:
+
+* ``config/controller.json`` (every attempt): ``{"run", "attempt"}``; a first attempt's marks a run to follow;
+* ``logs/status.json`` (``ray_job_record``): the ended attempt's verdict;
+* ``logs/restart.json``: the decision to continue as ``next``, written before the heal and the start;
+  an attempt whose ``next`` has no job directory yet is started (``ray_job`` refuses an existing
+  directory, so a second start cannot make a second attempt);
+* ``logs/supervisor.json`` (the run's first attempt): the run's end; a run with it is done.
+
+Besides those, ``<shared>/controller/heartbeat.json`` says which controller follows which runs (the plays
+read it to say whether a run is supervised). Causes come from facts: the head is lost when its container
+is gone or stopped (the Docker API) or its dashboard refuses or drops the connection
+(``mvp_ray_rest.RayUnreachable``), typed where it is detected.
+
+Entry points (``python -m ansible_collections.mvp.ray.plugins.module_utils.mvp_controller``): ``run
+--config FILE`` (the controller), ``keep --dir DIR`` (the keeper that starts it again when it dies, on a
+host without systemd; ``mvp_service.keep``). The service is installed by the role ``job_controller``
+(module ``ray_job_controller``); its configuration file is described in :func:`load_config`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+from ansible_collections.mvp.ray.plugins.module_utils import mvp_playbook_run, mvp_service
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES, is_submission_id
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
+    TERMINAL_STATUSES, auth_headers, list_nodes, list_placement_groups, stalled_message, stalled_placement_groups,
+    status_name)
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_rest import (
+    JobsClient, RayHttpError, RayUnreachable, StateClient)
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_restart import decide
+
+CONTROLLER_SUBDIR = "controller"
+"""Folder under the shared storage with the controller's heartbeat (``heartbeat.json``)."""
+
+HANDOFF_GRACE_S = 120
+"""Seconds a handed-over attempt may be unknown to Ray (its directory is made just before its submission)."""
+
+ENV_DROPPED = ("ANSIBLE_", "AWX_", "RUNNER_", "MOLECULE_", "JOB_ID", "INVENTORY_ID", "PROJECT_REVISION")
+"""Prefixes of variables never passed from the controller's own environment to a playbook it runs: an
+outer ansible-runner's ``ANSIBLE_STDOUT_CALLBACK=awx_display`` and ``ANSIBLE_CALLBACK_PLUGINS`` break the
+inner run (DESIGN.md section 9), and ``ANSIBLE_HOST_KEY_CHECKING`` must be the inventory's, not inherited."""
+
+REQUIRED = ("name", "inventory", "project_dir", "shared_root", "shared_dir", "head", "dashboard_port", "state_dir")
+
+
+class ConfigError(ValueError):
+    """The controller's configuration file is missing a key or has a wrong value (the message names it)."""
+
+
+class HeadLost(Exception):
+    """The Ray head does not answer: its container is gone or stopped, or its dashboard refuses the connection.
+
+    ``why`` (str) is the fact as it was detected (the Docker API's answer, or the connection's error).
+    """
+
+    def __init__(self, why):
+        Exception.__init__(self, why)
+        self.why = why
+
+
+def load_config(path):
+    """Read and check the controller's configuration (JSON, written 0600 by ``ray_job_controller``).
+
+    Keys: ``name`` (str, the controller's name), ``inventory`` (list of str, inventory sources), ``project_dir``
+    (the checkout: ``ansible.cfg`` and the playbooks), ``shared_root`` (the shared storage inside the nodes,
+    ``/private``), ``shared_dir`` (the same storage on this host), ``head`` (``{"container", "network"}`` on a
+    docker host, else ``{"address"}``), ``dashboard_port`` (int), ``state_dir`` (this controller's folder:
+    ansible-runner's artifacts, lock), and optionally ``ray_auth_token`` (str), ``poll_s`` (float, 10),
+    ``restart_causes`` (``"retryable"`` or a list), ``heal_timeout_s`` (900), ``heal_delay_s`` (10),
+    ``pending_timeout_s`` (600: seconds an attempt may stay PENDING in Ray), ``pg_pending_timeout_s`` (180:
+    seconds a placement group no node can hold may stay PENDING), ``expect_workers`` (int),
+    ``worker_resource`` (str), ``host_key_checking`` (bool, true), ``env`` (dict str -> str passed to every
+    playbook: the inventory's secrets from the environment, never logged), ``playbooks`` (dict: ``heal``,
+    ``record``, ``submit``).
+
+    :param path: str.
+    :returns: dict with the defaults filled in.
+    :raises ConfigError: the file cannot be read, or a required key is missing (named).
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            config = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise ConfigError("controller configuration %s cannot be read: %s (site.yml writes it; run it again)"
+                          % (path, exc))
+    missing = [k for k in REQUIRED if k not in config]
+    if missing:
+        raise ConfigError("controller configuration %s lacks %s (site.yml writes it; run it again)"
+                          % (path, ", ".join(missing)))
+    defaults = {"poll_s": 10.0, "restart_causes": "retryable", "heal_timeout_s": 900, "heal_delay_s": 10,
+                "pending_timeout_s": 600, "pg_pending_timeout_s": 180, "expect_workers": 1,
+                "worker_resource": "worker_node", "host_key_checking": True, "env": {}, "ray_auth_token": "",
+                "playbooks": {}}
+    for key, value in defaults.items():
+        config.setdefault(key, value)
+    config["playbooks"] = dict({"heal": "playbooks/cluster.yml", "record": "playbooks/record.yml",
+                                "submit": "playbooks/submit.yml"}, **config["playbooks"])
+    return config
+
+
+def host_path(config, node_path):
+    """The path on this host of ``node_path``, a path under the nodes' shared root (str).
+
+    :raises ValueError: ``node_path`` is not under ``config["shared_root"]``.
+    """
+    root = os.path.normpath(config["shared_root"])
+    path = os.path.normpath(node_path)
+    if path != root and not path.startswith(root + os.sep):
+        raise ValueError("%s is not under the shared root %s" % (node_path, root))
+    return os.path.join(config["shared_dir"], os.path.relpath(path, root))
+
+
+def jobs_dir(config):
+    """The jobs folder on this host (str)."""
+    return os.path.join(config["shared_dir"], "jobs")
+
+
+def attempt_file(config, submission_id, name):
+    """The path on this host of the file ``name`` (``mvp_job.FILES``) of attempt ``submission_id`` (str)."""
+    return os.path.join(jobs_dir(config), submission_id, FILES[name])
+
+
+def run_state(config, run):
+    """What the job directories say about ``run``: its attempts, the current one, its end.
+
+    :param config: dict (:func:`load_config`). :param run: str, the run's first attempt's id.
+    :returns: dict ``{"run", "attempts": [ids], "current": id, "next": id or None (decided, no directory yet),
+        "ended": dict or None (``logs/supervisor.json``)}``.
+    """
+    attempts, current, following = [run], run, None
+    while True:
+        link = read_json(attempt_file(config, current, "restart"))
+        nxt = link.get("next")
+        if not is_submission_id(nxt) or nxt in attempts:
+            break
+        if not os.path.isdir(os.path.join(jobs_dir(config), nxt)):
+            following = nxt
+            break
+        attempts.append(nxt)
+        current = nxt
+    ended = read_json(attempt_file(config, run, "supervisor")) or None
+    return {"run": run, "attempts": attempts, "current": current, "next": following, "ended": ended}
+
+
+def discover(config, known):
+    """The runs handed over and not ended: first attempts with ``config/controller.json`` and no ``supervisor.json``.
+
+    :param config: dict. :param known: dict id -> bool, updated in place (True: a run to follow, False: not one,
+        or ended): each directory is read once, so a tick costs one directory listing.
+    :returns: sorted list of run ids.
+    """
+    try:
+        names = os.listdir(jobs_dir(config))
+    except OSError:
+        return []
+    for name in names:
+        if name in known or not is_submission_id(name):
+            continue
+        handoff = read_json(attempt_file(config, name, "controller"))
+        if not handoff:
+            # Not handed over (an older job), or its directory is being made: look again while it is young.
+            if not _young(os.path.join(jobs_dir(config), name)):
+                known[name] = False
+            continue
+        known[name] = handoff.get("run") == name and not os.path.exists(attempt_file(config, name, "supervisor"))
+    return sorted(n for n, follow in known.items() if follow)
+
+
+def _young(path, now=None):
+    """True while the folder ``path`` is younger than HANDOFF_GRACE_S (or cannot be read)."""
+    try:
+        return (now or time.time()) - os.stat(path).st_mtime < HANDOFF_GRACE_S
+    except OSError:
+        return False
+
+
+def runner_env(config, python=None):
+    """The environment variables of a playbook the controller runs (dict str -> str).
+
+    Only what is set here reaches the playbook from the controller: the checkout's ``ansible.cfg``, the
+    inventory's host key checking (ansible-runner turns it off unless told), plain output, and the
+    configuration's ``env`` (the inventory's secrets). The controller's own ``ANSIBLE_*`` and ansible-runner
+    variables are removed from its environment at start (:func:`clean_environ`).
+    """
+    env = mvp_playbook_run.runner_env(os.path.join(config["project_dir"], "ansible.cfg"))
+    if python:
+        env["PATH"] = os.path.dirname(python) + os.pathsep + os.environ.get("PATH", "")
+    env.update({"ANSIBLE_HOST_KEY_CHECKING": "True" if config.get("host_key_checking", True) else "False",
+                "ANSIBLE_NOCOLOR": "1", "ANSIBLE_RETRY_FILES_ENABLED": "False"})
+    env.update({str(k): str(v) for k, v in (config.get("env") or {}).items()})
+    return env
+
+
+def clean_environ(environ):
+    """Remove from ``environ`` (a dict, changed in place) every variable ``ENV_DROPPED`` names; return it."""
+    for key in list(environ):
+        if key.startswith(ENV_DROPPED):
+            del environ[key]
+    return environ
+
+
+def heartbeat_state(text, now):
+    """Whether the controller is alive, from its heartbeat file's text.
+
+    :param text: str, ``<shared>/controller/heartbeat.json`` ('' when missing). :param now: float, seconds since
+        the epoch (the head's clock: the controller's host may differ by a few seconds).
+    :returns: dict ``{"alive": bool, "age_s": float or None, "name", "host", "pid", "activity", "runs"}``; alive
+        while the last pass is younger than three passes (or the controller said it is busy healing).
+    """
+    try:
+        beat = json.loads(text) if text else {}
+    except ValueError:
+        beat = {}
+    if not isinstance(beat, dict) or not beat.get("at"):
+        return {"alive": False, "age_s": None, "name": None, "host": None, "pid": None, "activity": None, "runs": []}
+    age = max(0.0, float(now) - float(beat["at"]))
+    alive = age <= 3 * float(beat.get("poll_s") or 10) + 15 or float(now) <= float(beat.get("busy_until") or 0)
+    return {"alive": alive, "age_s": round(age, 1), "name": beat.get("name"), "host": beat.get("host"),
+            "pid": beat.get("pid"), "activity": beat.get("activity"), "runs": list(beat.get("runs") or [])}
+
+
+def controller_line(runs, text, now):
+    """One line saying who follows ``runs`` (list of ids; None: the runs the heartbeat names) now, from the
+    heartbeat's text (see :func:`heartbeat_state`)."""
+    beat = heartbeat_state(text, now)
+    ids = ", ".join(beat["runs"] if runs is None else runs) or "no run"
+    if beat["alive"]:
+        return ("%s: followed by the job controller %s on %s (pid %s): it judges each attempt and continues the run "
+                "after a retryable failure, with nobody waiting. Watch: ansible-playbook collect.yml -e "
+                "submission_id=<id> -e wait=true; status.yml lists the runs." % (ids, beat["name"], beat["host"],
+                                                                                  beat["pid"]))
+    if beat["age_s"] is None:
+        return ("%s: NOT supervised - no job controller has run for this cluster (no heartbeat under the shared "
+                "storage's controller/). Start it with site.yml (or playbooks/controller.yml)." % ids)
+    return ("%s: NOT supervised now - the job controller %s on %s was last seen %.0f s ago. It picks the runs up "
+            "where they are when it runs again: site.yml (or playbooks/controller.yml) starts it."
+            % (ids, beat["name"], beat["host"], beat["age_s"]))
+
+
+def end_record(state, trained, why, attempts, verdict=None, now=None):
+    """The run's end as ``logs/supervisor.json`` holds it (dict).
+
+    :param state: ``"ended"`` (the run ended: trained or failed) or ``"stopped"`` (the controller could not go on).
+    """
+    return {"run": attempts[0], "state": state, "trained": bool(trained), "why": why, "attempts": list(attempts),
+            "verdict": verdict or None, "by": "job controller",
+            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}
+
+
+class Controller(object):
+    """Follows every handed-over run (see the module's docstring); one instance per process.
+
+    :param config: dict (:func:`load_config`).
+    :param playbook: callable(playbook, extra_vars, ident) -> dict (``mvp_playbook_run.run``'s result), how
+        a playbook is run; tests pass their own.
+    :param docker: callable() -> a docker SDK client, or None (the head is reached by address).
+    :param say: callable(str), one line of the controller's log.
+    :param clock: callable() -> float seconds (``time.time``).
+    """
+
+    def __init__(self, config, playbook, docker=None, say=print, clock=time.time):
+        self.config = config
+        self.playbook = playbook
+        self.docker = docker
+        self.say = say
+        self.clock = clock
+        self.known = {}
+        self.first_seen = {}
+        self.requests = 0
+        self.head_lost_since = None
+        self.runs = []
+        self.pass_cache = {}
+
+    # -- the head ------------------------------------------------------------------------------------------
+
+    def address(self):
+        """The dashboard's URL (str).
+
+        :raises HeadLost: the head's container is gone, stopped or has no address on its network.
+        """
+        head = self.config["head"]
+        if head.get("container"):
+            import docker.errors  # pylint: disable=import-outside-toplevel
+            try:
+                container = self.docker().containers.get(head["container"])
+            except docker.errors.NotFound:
+                raise HeadLost("the head's container %s is gone" % head["container"])
+            except docker.errors.DockerException as exc:
+                raise HeadLost("the Docker engine did not answer about %s: %s" % (head["container"], exc))
+            if container.status != "running":
+                raise HeadLost("the head's container %s is %s" % (head["container"], container.status))
+            networks = container.attrs.get("NetworkSettings", {}).get("Networks", {})
+            ip = (networks.get(head.get("network")) or {}).get("IPAddress") or next(
+                (n.get("IPAddress") for n in networks.values() if n.get("IPAddress")), "")
+            if not ip:
+                raise HeadLost("the head's container %s has no address" % head["container"])
+            return "http://%s:%d" % (ip, int(self.config["dashboard_port"]))
+        return "http://%s:%d" % (head["address"], int(self.config["dashboard_port"]))
+
+    def clients(self):
+        """Jobs and State API clients of the head, counted in ``self.requests``.
+
+        :raises HeadLost: see :meth:`address`.
+        """
+        address = self.address()
+        headers = auth_headers(self.config.get("ray_auth_token") or None)
+        jobs, state = JobsClient(address, headers=headers, timeout=20), StateClient(address, headers=headers, timeout=20)
+        for api in (jobs, state):
+            api.call = self._counted(api.call)
+        return jobs, state, address
+
+    def _counted(self, call):
+        def counted(*args, **kwargs):
+            self.requests += 1
+            return call(*args, **kwargs)
+        return counted
+
+    # -- one pass over every run ------------------------------------------------------------------------------
+
+    def tick(self):
+        """Look at every run once and act on those whose attempt ended; return the runs followed (list of ids)."""
+        runs = self.runs = discover(self.config, self.known)
+        self.pass_cache = {}
+        self.heartbeat(runs)
+        if not runs:
+            return runs
+        try:
+            jobs_api, state_api, address = self.clients()
+            table = {j.get("submission_id"): j for j in jobs_api.list_jobs() if j.get("submission_id")}
+        except (HeadLost, RayUnreachable) as exc:
+            self.head_lost(runs, getattr(exc, "why", None) or "the head's dashboard does not answer: %s" % exc)
+            return runs
+        except RayHttpError as exc:
+            self.say("the head's Jobs API refused the job list (%s); trying again next pass" % exc)
+            return runs
+        self.head_lost_since = None
+        for run in runs:
+            try:
+                self.step(run, table, jobs_api, state_api, address)
+            except HeadLost as exc:
+                self.head_lost(runs, exc.why)
+                break
+        return runs
+
+    def step(self, run, table, jobs_api, state_api, address):
+        """Act on one run: continue a decided restart, judge an ended attempt, stop a stalled one."""
+        state = run_state(self.config, run)
+        if state["ended"]:
+            self.known[run] = False
+            return
+        if state["next"]:
+            self.continue_run(state)
+            return
+        current = state["current"]
+        job = table.get(current)
+        if job is None:
+            if _young(os.path.join(jobs_dir(self.config), current), self.clock()):
+                return
+            self.say("%s: Ray does not know the attempt (its head was replaced): judging it from its job directory"
+                     % current)
+            self.judge(state, lost_with_head=True)
+            return
+        status = status_name(job.get("status"))
+        if status in TERMINAL_STATUSES:
+            self.judge(state)
+        elif status == "PENDING":
+            self.check_pending(current, job, jobs_api)
+        elif status == "RUNNING":
+            self.check_placement(current, job, jobs_api, state_api, address)
+
+    # -- deadlines ---------------------------------------------------------------------------------------------
+
+    def check_pending(self, current, job, jobs_api):
+        """Stop an attempt PENDING in Ray longer than ``pending_timeout_s`` (its entrypoint never started)."""
+        started = (job.get("start_time") or 0) / 1000.0
+        timeout = float(self.config["pending_timeout_s"])
+        if timeout and started and self.clock() - started > timeout:
+            self.stop_stalled(current, jobs_api, "Ray kept the job PENDING longer than %d s (its entrypoint needs "
+                              "one CPU and the worker resource on a worker; is any worker ALIVE?)" % timeout)
+
+    def check_placement(self, current, job, jobs_api, state_api, address):
+        """Stop an attempt whose placement group no node can hold waited past ``pg_pending_timeout_s``."""
+        timeout = float(self.config["pg_pending_timeout_s"])
+        if not timeout or not job.get("job_id"):
+            return
+        if "groups" not in self.pass_cache:  # one listing per pass for every run together
+            self.pass_cache["groups"] = [g for g in list_placement_groups(state_api, address)
+                                         if g.get("state") == "PENDING"]
+        groups = self.pass_cache["groups"]
+        if not groups:
+            return
+        if "nodes" not in self.pass_cache:
+            self.pass_cache["nodes"] = list_nodes(state_api, address)
+        nodes = self.pass_cache["nodes"]
+        stalled = stalled_placement_groups(groups, job["job_id"], self.clock(), timeout, nodes,
+                                           self.first_seen.setdefault(current, {}))
+        if stalled:
+            self.stop_stalled(current, jobs_api, stalled_message(current, stalled, nodes, timeout))
+
+    def stop_stalled(self, current, jobs_api, why):
+        """Stop an attempt that cannot make progress, saying so in its ``logs/stopped_by.json`` first."""
+        note = {"by": "the job controller %s: %s" % (self.config["name"], why),
+                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock())), "status_before": "stalled"}
+        path = attempt_file(self.config, current, "stopped_by")
+        if not os.path.exists(path):
+            write_text_atomic(path, json.dumps(note, indent=2, sort_keys=True) + "\n")
+        self.say("%s: stopping it: %s" % (current, why))
+        jobs_api.stop_job(current)
+
+    # -- an ended attempt ----------------------------------------------------------------------------------
+
+    def judge(self, state, lost_with_head=False):
+        """Record the ended attempt (``mvp.ray.record``), then end the run or decide its next attempt."""
+        current = state["current"]
+        status = read_json(attempt_file(self.config, current, "status"))
+        ran = {"rc": 0}
+        if not (lost_with_head and status_name(status.get("status")) in TERMINAL_STATUSES and status.get("verdict")):
+            # An attempt the new head does not know keeps the record it got when it ended (e.g. stopped by
+            # down.yml before the cluster went away); any other ended attempt is recorded now.
+            ran = self.playbook(self.config["playbooks"]["record"],
+                                {"submission_id": current, "lost_with_head": lost_with_head}, "record-" + current)
+            status = read_json(attempt_file(self.config, current, "status"))
+        verdict = status.get("verdict")
+        if ran.get("rc") != 0 or not verdict:
+            why = _playbook_failure(self.config["playbooks"]["record"], ran)
+            if ran.get("unreachable"):
+                raise HeadLost("recording %s: %s" % (current, why))
+            self.say("%s: its record could not be written (%s); trying again next pass" % (current, why))
+            return
+        spec = read_json(attempt_file(self.config, current, "job_spec"))
+        decision = decide(spec, verdict, self.config["restart_causes"])
+        self.say("%s: %s (%s); %s" % (current, verdict.get("verdict"), verdict.get("cause") or "-", decision["why"]))
+        if not decision["restart"]:
+            trained = verdict.get("verdict") in ("trained", "succeeded")
+            self.end(state, "ended", trained, "%s: %s" % (current, decision["why"]) if trained else
+                     "; ".join(decision["history"]) + ". " + decision["why"], verdict)
+            return
+        link = {"next": decision["next"]["submission_id"], "run": decision["next"]["info"]["run"],
+                "attempt": decision["next"]["info"]["attempt"] - 1, "cause": verdict.get("cause"),
+                "summary": verdict.get("summary") or "", "why": decision["why"], "by": "job controller",
+                "decided_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock()))}
+        path = attempt_file(self.config, current, "restart")
+        if not os.path.exists(path):
+            write_text_atomic(path, json.dumps(link, indent=2, sort_keys=True) + "\n")
+        self.continue_run(run_state(self.config, state["run"]))
+
+    def continue_run(self, state):
+        """Heal the cluster and start the decided next attempt (``state["next"]``) of the run."""
+        previous = state["current"]
+        spec = read_json(attempt_file(self.config, previous, "job_spec"))
+        verdict = read_json(attempt_file(self.config, previous, "status")).get("verdict") or {}
+        decision = decide(spec, verdict, self.config["restart_causes"])
+        if not decision["restart"] or decision["next"]["submission_id"] != state["next"]:
+            self.end(state, "stopped", False, "the restart decision of %s changed since it was written (%s)"
+                     % (previous, decision["why"]), verdict)
+            return
+        if verdict.get("cause") == "cluster_changed" and not self.cluster_play_done(previous):
+            return
+        healed = self.heal(previous)
+        if not healed:
+            return
+        nxt = decision["next"]
+        ran = self.playbook(self.config["playbooks"]["submit"],
+                            {"mvp_controller_restart": {"request": nxt["request"], "info": nxt["info"]}, "wait": False},
+                            "start-" + nxt["submission_id"])
+        if os.path.isdir(os.path.join(jobs_dir(self.config), nxt["submission_id"])):
+            self.say("%s: continued as %s (%s)" % (previous, nxt["submission_id"], decision["why"]))
+            return
+        self.end(state, "stopped", False, "the next attempt %s could not be started: %s" % (
+            nxt["submission_id"], _playbook_failure(self.config["playbooks"]["submit"], ran)), verdict)
+
+    def cluster_play_done(self, attempt):
+        """True once the cluster play that stopped ``attempt`` to change its nodes has ended (its done file)."""
+        note = read_json(attempt_file(self.config, attempt, "interrupted_by"))
+        done = note.get("done_file")
+        if not done:
+            return True
+        try:
+            if os.path.exists(host_path(self.config, done)):
+                return True
+        except ValueError:
+            return True
+        decided = os.stat(attempt_file(self.config, attempt, "restart")).st_mtime
+        if self.clock() - decided > float(self.config["heal_timeout_s"]):
+            return True
+        return False
+
+    def heal(self, attempt):
+        """Run the cluster playbook until every worker is back (at most ``heal_timeout_s``); True when healed."""
+        if self.workers_alive() >= int(self.config["expect_workers"]):
+            return True
+        within, delay = float(self.config["heal_timeout_s"]), float(self.config["heal_delay_s"])
+        self.say("healing the cluster for %s: %s" % (attempt, self.config["playbooks"]["heal"]))
+        self.heartbeat(self.runs, "healing the cluster (at most %d s) for %s" % (within, attempt))
+        ran = mvp_playbook_run.run_until_success(within, delay, lambda: self.playbook(
+            self.config["playbooks"]["heal"], {}, "heal-" + attempt))
+        if ran.get("rc") == 0:
+            self.say("healed in %d run(s): %s" % (ran["attempts"], "; ".join(
+                mvp_playbook_run.recap_lines(ran.get("hosts") or {}))))
+            return True
+        self.say("the heal did not succeed within %d s: %s" % (within, _playbook_failure(
+            self.config["playbooks"]["heal"], ran)))
+        return False
+
+    def workers_alive(self):
+        """How many ALIVE workers (nodes offering the worker resource) the head sees; 0 when it does not answer."""
+        try:
+            _, state_api, address = self.clients()
+            nodes = list_nodes(state_api, address)
+        except (HeadLost, RayUnreachable, RayHttpError):
+            return 0
+        resource = self.config["worker_resource"]
+        return sum(1 for n in nodes if n.get("state") == "ALIVE" and (n.get("resources_total") or {}).get(resource))
+
+    def head_lost(self, runs, why):
+        """The head does not answer: heal the cluster (the runs' attempts are judged once it answers again)."""
+        if self.head_lost_since is None:
+            self.head_lost_since = self.clock()
+            self.say("the Ray head was lost while %d run(s) were followed: %s" % (len(runs), why))
+        if self.heal("head"):
+            self.head_lost_since = None
+            return
+        if self.clock() - self.head_lost_since > float(self.config["heal_timeout_s"]):
+            for run in runs:
+                state = run_state(self.config, run)
+                self.end(state, "stopped", False, "the Ray head was lost (%s) and the cluster could not be healed "
+                         "within %d s; bring it back with site.yml and submit the run again with resume_from=%s"
+                         % (why, int(self.config["heal_timeout_s"]), state["current"]))
+            self.head_lost_since = None
+
+    def end(self, state, how, trained, why, verdict=None):
+        """Write the run's end into its first attempt's ``logs/supervisor.json`` and stop following it."""
+        record = end_record(how, trained, why, state["attempts"], verdict, self.clock())
+        write_text_atomic(attempt_file(self.config, state["run"], "supervisor"),
+                          json.dumps(record, indent=2, sort_keys=True) + "\n")
+        self.known[state["run"]] = False
+        self.say("run %s %s: %s" % (state["run"], how, why))
+
+    def heartbeat(self, runs, activity="following"):
+        """Write ``<shared>/controller/heartbeat.json``: this controller, its host, pid, the runs it follows.
+
+        ``activity`` says what it does now; a long step (a heal) writes it first with ``busy_until`` (seconds
+        since the epoch) so a play that reads the heartbeat does not take the controller for dead meanwhile.
+        """
+        path = os.path.join(self.config["shared_dir"], CONTROLLER_SUBDIR, "heartbeat.json")
+        now = self.clock()
+        busy = float(self.config["heal_timeout_s"]) + 60 if activity != "following" else 0
+        beat = {"name": self.config["name"], "host": socket.gethostname(), "pid": os.getpid(),
+                "at": now, "poll_s": float(self.config["poll_s"]), "runs": list(runs),
+                "head_requests": self.requests, "activity": activity, "busy_until": now + busy}
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            write_text_atomic(path, json.dumps(beat, sort_keys=True) + "\n")
+        except OSError as exc:
+            self.say("cannot write the heartbeat %s: %s" % (path, exc))
+
+
+def _playbook_failure(playbook, ran):
+    """One line saying how a playbook run ended and its last failed task (str)."""
+    last = (ran.get("failed_tasks") or [{}])[-1]
+    return "%s ended %s (rc %s)%s" % (playbook, ran.get("status"), ran.get("rc"),
+                                      ": %s failed on %s: %s" % (last.get("task"), last.get("host"), last.get("msg"))
+                                      if last else "")
+
+
+def playbook_runner(config, python=None):
+    """A callable(playbook, extra_vars, ident) that runs a playbook of the checkout with ansible-runner.
+
+    Each run gets its own ``ident`` under ``<state_dir>/runner`` and only :func:`runner_env`'s variables;
+    its result says ``unreachable`` when a host could not be reached.
+    """
+    folder = os.path.join(config["state_dir"], "runner")
+    env = runner_env(config, python)
+
+    def run(playbook, extra_vars, ident):
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        ran = mvp_playbook_run.run(os.path.join(config["project_dir"], playbook), config["inventory"], folder,
+                                   "%s-%s" % (ident, stamp), extra_vars, env, config["project_dir"])
+        ran["unreachable"] = any(c.get("unreachable") for c in ran.get("hosts", {}).values())
+        return ran
+    return run
+
+
+def serve(config, python, say, stop):
+    """Run the controller until ``stop()`` is true: a pass every ``poll_s`` seconds (holds the state dir's lock)."""
+    os.makedirs(config["state_dir"], mode=0o700, exist_ok=True)
+    lock = open(os.path.join(config["state_dir"], "lock"), "w")  # pylint: disable=consider-using-with
+    deadline = time.time() + 60
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:
+            if time.time() > deadline or stop():
+                say("another controller holds %s/lock: exiting" % config["state_dir"])
+                return 1
+            time.sleep(1)
+    docker = None
+    if config["head"].get("container"):
+        import docker as docker_sdk  # pylint: disable=import-outside-toplevel
+        docker = docker_sdk.from_env
+    controller = Controller(config, playbook_runner(config, python), docker, say)
+    say("job controller %s started (pid %d): runs under %s, head %s" % (
+        config["name"], os.getpid(), jobs_dir(config), config["head"]))
+    while not stop():
+        started = time.time()
+        try:
+            controller.tick()
+        except Exception as exc:  # pylint: disable=broad-except
+            say("a pass failed: %s: %s (trying again next pass)" % (type(exc).__name__, exc))
+        time.sleep(max(0.5, float(config["poll_s"]) - (time.time() - started)))
+    return 0
+
+
+def keeper(directory, say, stop, interval=2.0):
+    """Start the services of ``directory`` again whenever their process ended (``mvp_service.keep``), until ``stop()``."""
+    while not stop():
+        for name in mvp_service.keep(directory, say):
+            say("started %s again" % name)
+        time.sleep(interval)
+    return 0
+
+
+def main(argv=None):
+    """Command line: ``run --config FILE`` or ``keep --dir DIR``; returns the exit code (int)."""
+    parser = argparse.ArgumentParser(prog="mvp-controller", description=__doc__.split("\n", 1)[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="follow every handed-over run")
+    run.add_argument("--config", required=True)
+    keep = sub.add_parser("keep", help="start the controller again whenever it dies")
+    keep.add_argument("--dir", required=True)
+    args = parser.parse_args(argv)
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+
+    def say(line):
+        sys.stdout.write("%s %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), line))
+        sys.stdout.flush()
+    if args.command == "keep":
+        return keeper(args.dir, say, lambda: bool(stopping))
+    clean_environ(os.environ)
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        say(str(exc))
+        return 2
+    return serve(config, sys.executable, say, lambda: bool(stopping))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

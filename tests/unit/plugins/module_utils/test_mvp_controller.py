@@ -1,0 +1,233 @@
+"""The job controller's control flow (plugins/module_utils/mvp_controller.py) against a fake Ray dashboard.
+
+The playbooks it runs (record, heal, submit) are stand-ins here that do to the job directories what the real
+ones do (tests/reliability/resume.py runs the real ones on the local cluster); what is checked is the
+controller's own logic: which attempt it judges, what it writes before it acts, that a decided attempt is
+started exactly once across a restart of the controller, that a lost head is healed and its attempt judged
+from its job directory.
+"""
+import json
+import os
+import time
+
+import pytest
+
+from ansible_collections.mvp.ray.plugins.module_utils import mvp_controller
+
+RUN = "sft-20261127-120000-abcdef"
+
+
+def write(path, value):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(value, handle)
+
+
+def read(path):
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+class Playbooks(object):
+    """Stand-ins for the record, heal and submit playbooks: they write what the real ones write."""
+
+    def __init__(self, config, fake, verdicts):
+        self.config, self.fake, self.verdicts, self.calls = config, fake, verdicts, []
+        self.heal_fixes_head = True
+
+    def __call__(self, playbook, extra_vars, ident):
+        self.calls.append((os.path.basename(playbook), dict(extra_vars)))
+        name = os.path.basename(playbook)
+        if name == "record.yml":
+            sid = extra_vars["submission_id"]
+            status = "LOST" if extra_vars["lost_with_head"] else self.fake.status_of(sid)
+            write(mvp_controller.attempt_file(self.config, sid, "status"),
+                  {"status": status, "verdict": self.verdicts[sid]})
+        elif name == "cluster.yml":
+            if self.heal_fixes_head:
+                self.fake.unreachable = None
+        elif name == "submit.yml":
+            request = extra_vars["mvp_controller_restart"]["request"]
+            info = extra_vars["mvp_controller_restart"]["info"]
+            make_attempt(self.config, request["submission_id"], info["run"], info["attempt"],
+                         dict(request=request, restart=info, max_restarts=info["max_restarts"],
+                              resume_from={"submission_id": request.get("resume_from")}))
+            self.fake.add_job(request["submission_id"], "RUNNING", job_id="02000000")
+        return {"rc": 0, "status": "successful", "hosts": {}, "failed_tasks": []}
+
+    def names(self):
+        return [name for name, _ in self.calls]
+
+
+def make_attempt(config, sid, run, attempt, spec):
+    write(mvp_controller.attempt_file(config, sid, "job_spec"), dict(spec, submission_id=sid))
+    write(mvp_controller.attempt_file(config, sid, "controller"), {"run": run, "attempt": attempt})
+
+
+@pytest.fixture(name="config")
+def fixture_config(tmp_path):
+    shared = tmp_path / "shared"
+    (shared / "jobs").mkdir(parents=True)
+    return mvp_controller.load_config(write_config(tmp_path, {
+        "name": "ctl-test", "inventory": ["/inv"], "project_dir": str(tmp_path), "shared_root": "/private",
+        "shared_dir": str(shared), "head": {"address": "10.0.0.1"}, "dashboard_port": 8265,
+        "state_dir": str(tmp_path / "state"), "expect_workers": 2, "heal_timeout_s": 60, "heal_delay_s": 0,
+        "env": {"MVP_INTERNAL_TOKEN": "s3cret"}}))
+
+
+def write_config(tmp_path, value):
+    path = str(tmp_path / "controller.json")
+    write(path, value)
+    return path
+
+
+def first_attempt(config, fake, status="RUNNING", max_restarts=1):
+    make_attempt(config, RUN, RUN, 0, {"request": {"workload": "sft", "submission_id": RUN},
+                                       "max_restarts": max_restarts, "resume_from": None, "restart": None})
+    fake.add_job(RUN, status, job_id="01000000")
+
+
+def controller(config, playbooks, clock=time.time):
+    return mvp_controller.Controller(config, playbooks, say=lambda line: None, clock=clock)
+
+
+def test_a_handed_over_run_that_trained_ends_with_its_verdict(config, fake_ray):
+    first_attempt(config, fake_ray, "SUCCEEDED")
+    verdict = {"verdict": "trained", "cause": None, "summary": "trained 8 of 8 steps", "steps": {"last": 8}}
+    playbooks = Playbooks(config, fake_ray, {RUN: verdict})
+    ctl = controller(config, playbooks)
+    assert ctl.tick() == [RUN]
+    end = read(mvp_controller.attempt_file(config, RUN, "supervisor"))
+    assert (end["state"], end["trained"], end["attempts"], end["verdict"]) == ("ended", True, [RUN], verdict)
+    assert playbooks.calls == [("record.yml", {"submission_id": RUN, "lost_with_head": False})]
+    # Ended: the next pass follows nothing and runs nothing.
+    assert ctl.tick() == [] and len(playbooks.calls) == 1
+    beat = read(os.path.join(config["shared_dir"], "controller", "heartbeat.json"))
+    assert beat["runs"] == [] and beat["name"] == "ctl-test"
+
+
+def test_running_attempts_are_only_looked_at_with_two_requests_per_pass_for_all(config, fake_ray):
+    first_attempt(config, fake_ray, "RUNNING")
+    other = RUN.replace("sft", "grpo")
+    make_attempt(config, other, other, 0, {"request": {}, "max_restarts": 0})
+    fake_ray.add_job(other, "RUNNING", job_id="03000000")
+    playbooks = Playbooks(config, fake_ray, {})
+    ctl = controller(config, playbooks)
+    assert ctl.tick() == sorted([RUN, other]) and playbooks.calls == []
+    # The job list and the placement groups, once per pass for every run together.
+    assert ctl.requests == 2
+
+
+def test_a_lost_node_continues_as_the_next_attempt_decided_before_it_starts(config, fake_ray):
+    first_attempt(config, fake_ray, "FAILED", max_restarts=1)
+    lost = {"verdict": "failed", "cause": "node_lost", "summary": "node 10.0.0.3 lost", "steps": {"last": 4}}
+    playbooks = Playbooks(config, fake_ray, {RUN: lost})
+    ctl = controller(config, playbooks)
+    ctl.tick()
+    link = read(mvp_controller.attempt_file(config, RUN, "restart"))
+    assert (link["next"], link["cause"], link["attempt"]) == (RUN + "-r1", "node_lost", 0)
+    # Both workers are ALIVE: nothing to heal; the next attempt continues from the attempt that trained.
+    assert playbooks.names() == ["record.yml", "submit.yml"]
+    started = playbooks.calls[-1][1]
+    assert started["wait"] is False
+    assert started["mvp_controller_restart"]["request"]["submission_id"] == RUN + "-r1"
+    assert started["mvp_controller_restart"]["request"]["resume_from"] == RUN
+    assert mvp_controller.run_state(config, RUN)["attempts"] == [RUN, RUN + "-r1"]
+    fake_ray.jobs[RUN + "-r1"]["status"] = type(fake_ray.jobs[RUN]["status"])("SUCCEEDED")
+    playbooks.verdicts[RUN + "-r1"] = {"verdict": "trained", "cause": None, "summary": "ok", "steps": {"last": 8}}
+    ctl.tick()
+    end = read(mvp_controller.attempt_file(config, RUN, "supervisor"))
+    assert (end["trained"], end["attempts"]) == (True, [RUN, RUN + "-r1"])
+
+
+def test_a_restarted_controller_starts_a_decided_attempt_exactly_once(config, fake_ray):
+    first_attempt(config, fake_ray, "FAILED", max_restarts=2)
+    lost = {"verdict": "failed", "cause": "node_lost", "summary": "lost", "steps": {"last": 4}}
+    playbooks = Playbooks(config, fake_ray, {RUN: lost})
+    write(mvp_controller.attempt_file(config, RUN, "status"), {"status": "FAILED", "verdict": lost})
+    # The controller that decided was killed between the decision and the start.
+    write(mvp_controller.attempt_file(config, RUN, "restart"), {"next": RUN + "-r1", "cause": "node_lost"})
+    ctl = controller(config, playbooks)
+    ctl.tick()
+    ctl.tick()
+    controller(config, playbooks).tick()
+    assert playbooks.names() == ["submit.yml"]
+    assert mvp_controller.run_state(config, RUN)["current"] == RUN + "-r1"
+
+
+def test_a_request_cause_ends_the_run_without_a_restart(config, fake_ray):
+    first_attempt(config, fake_ray, "FAILED", max_restarts=2)
+    bad = {"verdict": "failed", "cause": "config_rejected", "summary": "Could not override", "steps": {}}
+    playbooks = Playbooks(config, fake_ray, {RUN: bad})
+    controller(config, playbooks).tick()
+    end = read(mvp_controller.attempt_file(config, RUN, "supervisor"))
+    assert (end["state"], end["trained"]) == ("ended", False) and "config_rejected" in end["why"]
+    assert not os.path.exists(mvp_controller.attempt_file(config, RUN, "restart"))
+    assert playbooks.names() == ["record.yml"]
+
+
+def test_a_lost_head_is_healed_then_its_attempt_judged_from_the_job_directory(config, fake_ray):
+    first_attempt(config, fake_ray, "RUNNING", max_restarts=1)
+    lost = {"verdict": "failed", "cause": "head_lost", "summary": "head lost", "steps": {"last": 6}}
+    playbooks = Playbooks(config, fake_ray, {RUN: lost})
+    fake_ray.unreachable = ConnectionRefusedError(111, "Connection refused")
+    clock = [time.time() + 3600]  # the attempt's directory is old: Ray not knowing it is not a hand-over
+    ctl = controller(config, playbooks, clock=lambda: clock[0])
+    ctl.tick()
+    assert playbooks.names() == ["cluster.yml"]
+    # The new head does not know the attempt: judged from its job directory (LOST, head_lost), then continued.
+    del fake_ray.jobs[RUN]
+    ctl.tick()
+    assert playbooks.calls[1] == ("record.yml", {"submission_id": RUN, "lost_with_head": True})
+    assert playbooks.names()[2:] == ["submit.yml"]
+
+
+def test_an_attempt_pending_past_its_deadline_is_stopped_with_a_note(config, fake_ray):
+    first_attempt(config, fake_ray, "PENDING")
+    fake_ray.jobs[RUN]["start_time"] = (time.time() - 7200) * 1000
+    controller(config, Playbooks(config, fake_ray, {})).tick()
+    assert fake_ray.called("stop_job") == [RUN]
+    note = read(mvp_controller.attempt_file(config, RUN, "stopped_by"))
+    assert "PENDING longer than 600 s" in note["by"]
+
+
+def test_only_runs_handed_over_are_followed(config, fake_ray):
+    old = os.path.join(config["shared_dir"], "jobs", "old-job")
+    os.makedirs(os.path.join(old, "config"))
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    first_attempt(config, fake_ray)
+    make_attempt(config, RUN + "-r1", RUN, 1, {})
+    assert mvp_controller.discover(config, {}) == [RUN]
+
+
+def test_the_heartbeat_says_whether_the_runs_are_supervised():
+    now = 1_000_000.0
+    beat = json.dumps({"name": "ctl", "host": "h1", "pid": 7, "at": now - 5, "poll_s": 10, "runs": ["a"]})
+    assert "followed by the job controller ctl on h1 (pid 7)" in mvp_controller.controller_line(["a"], beat, now)
+    assert mvp_controller.controller_line(None, beat, now).startswith("a: followed")
+    stale = mvp_controller.controller_line(["a"], beat, now + 600)
+    assert "NOT supervised now" in stale and "605 s ago" in stale
+    healing = json.dumps({"name": "ctl", "at": now - 500, "poll_s": 10, "busy_until": now + 100})
+    assert mvp_controller.heartbeat_state(healing, now)["alive"] is True
+    assert "no job controller has run" in mvp_controller.controller_line(["a"], "", now)
+
+
+def test_playbooks_get_the_inventorys_host_key_checking_and_no_inherited_ansible_variables(config):
+    env = mvp_controller.runner_env(config, "/opt/venv/bin/python")
+    assert env["ANSIBLE_HOST_KEY_CHECKING"] == "True"
+    assert env["ANSIBLE_CONFIG"] == os.path.join(config["project_dir"], "ansible.cfg")
+    assert env["MVP_INTERNAL_TOKEN"] == "s3cret" and env["PATH"].startswith("/opt/venv/bin" + os.pathsep)
+    environ = {"ANSIBLE_STDOUT_CALLBACK": "awx_display", "ANSIBLE_CALLBACK_PLUGINS": "/x", "RUNNER_OMIT_EVENTS": "1",
+               "ANSIBLE_HOST_KEY_CHECKING": "False", "HOME": "/root"}
+    assert mvp_controller.clean_environ(environ) == {"HOME": "/root"}
+
+
+def test_a_configuration_without_a_required_key_names_it(tmp_path):
+    with pytest.raises(mvp_controller.ConfigError, match="lacks head"):
+        mvp_controller.load_config(write_config(tmp_path, {
+            "name": "x", "inventory": [], "project_dir": "/", "shared_root": "/private", "shared_dir": "/s",
+            "dashboard_port": 1, "state_dir": "/t"}))
+    assert mvp_controller.host_path({"shared_root": "/private", "shared_dir": "/srv/p"},
+                                    "/private/jobs/a/logs/x.json") == "/srv/p/jobs/a/logs/x.json"
+    with pytest.raises(ValueError):
+        mvp_controller.host_path({"shared_root": "/private", "shared_dir": "/srv/p"}, "/etc/passwd")
