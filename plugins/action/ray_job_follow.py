@@ -98,7 +98,7 @@ class ActionModule(ActionBase):
         # The controller owns the deadlines (it stops a stalled attempt and records why); this only watches.
         args.update(wait="terminal", pending_timeout=int(run_timeout or 86400 * 30),
                     running_timeout=int(run_timeout or 86400 * 30), pg_pending_timeout=0)
-        said, lines, calls, requests, result = set(), [], 0, 0, {}
+        said, lines, calls, requests, result, ended_at = set(), [], 0, 0, {}, None
 
         def say(key, text):
             if key not in said:
@@ -128,14 +128,19 @@ class ActionModule(ActionBase):
                 display.display("%s ended (%s: %s); the job controller continues run %s as %s: %s" % (
                     current, link.get("cause"), str(link.get("summary") or "")[:300], run, link["next"],
                     link.get("why") or ""))
-                current = link["next"]
+                current, ended_at = link["next"], None
                 continue
             beat = heartbeat_state(self._read_text(posixpath.join(posixpath.dirname(jobs_dir), "controller",
                                                                   "heartbeat.json"), task_vars), time.time())
+            ended_at = ended_at or time.time()
             if not beat["alive"]:
                 say("gone-" + current, "%s ended and no job controller judges it: %s" % (
                     current, "its heartbeat is %s s old" % beat["age_s"] if beat["age_s"] is not None
                     else "none has run for this cluster (site.yml starts it)"))
+            elif run not in beat["runs"] and time.time() - ended_at > 60:
+                say("unfollowed-" + current, "%s ended and the job controller %s does not follow run %s (its first "
+                    "attempt's config/controller.json is missing or unreadable); its log on %s says why"
+                    % (current, beat["name"], run, beat["host"]))
             time.sleep(DECISION_POLL_S)
 
     def _read_text(self, path, task_vars):

@@ -41,6 +41,7 @@ import signal
 import socket
 import sys
 import time
+import traceback
 
 from ansible_collections.mvp.ray.plugins.module_utils import mvp_playbook_run, mvp_service
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, write_text_atomic
@@ -443,7 +444,7 @@ class Controller(object):
             ran = self.playbook(self.config["playbooks"]["record"],
                                 {"submission_id": current, "lost_with_head": lost_with_head}, "record-" + current)
             status = read_json(attempt_file(self.config, current, "status"))
-        verdict = status.get("verdict")
+        verdict = status if status.get("verdict") else None  # status.json holds the verdict's fields beside Ray's status
         if ran.get("rc") != 0 or not verdict:
             why = _playbook_failure(self.config["playbooks"]["record"], ran)
             if ran.get("unreachable"):
@@ -471,7 +472,7 @@ class Controller(object):
         """Heal the cluster and start the decided next attempt (``state["next"]``) of the run."""
         previous = state["current"]
         spec = read_json(attempt_file(self.config, previous, "job_spec"))
-        verdict = read_json(attempt_file(self.config, previous, "status")).get("verdict") or {}
+        verdict = read_json(attempt_file(self.config, previous, "status"))
         decision = decide(spec, verdict, self.config["restart_causes"])
         if not decision["restart"] or decision["next"]["submission_id"] != state["next"]:
             self.end(state, "stopped", False, "the restart decision of %s changed since it was written (%s)"
@@ -630,7 +631,8 @@ def serve(config, python, say, stop):
         try:
             controller.tick()
         except Exception as exc:  # pylint: disable=broad-except
-            say("a pass failed: %s: %s (trying again next pass)" % (type(exc).__name__, exc))
+            say("a pass failed: %s: %s (trying again next pass)\n%s" % (type(exc).__name__, exc,
+                                                                          traceback.format_exc(limit=6)))
         time.sleep(max(0.5, float(config["poll_s"]) - (time.time() - started)))
     return 0
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import sys
 import time
 
@@ -116,7 +117,14 @@ def run(playbook, inventories, private_data_dir, ident, extra_vars=None, envvars
               "rotate_artifacts": int(keep_artifacts)}
     if project_dir:
         kwargs["project_dir"] = project_dir
-    runner = ansible_runner.run(**kwargs)
+    # ansible-runner installs its own SIGTERM and SIGINT handlers; the program that runs it keeps its own.
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        runner = ansible_runner.run(**kwargs)
+    finally:
+        for signum, handler in handlers.items():
+            if handler is not None:
+                signal.signal(signum, handler)
     for leftover in (os.path.join("artifacts", ident, "command"), os.path.join("artifacts", ident, "env.list"),
                      os.path.join("env", "envvars")):
         try:
