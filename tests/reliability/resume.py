@@ -29,10 +29,11 @@ Usage:
 import json
 import os
 import re
+import signal
 import sys
 import time
 
-from faults import (CaseFailed, Cluster, finish_playbook, mlflow_call, restart_forcing_change, run_cases,
+from faults import (CaseFailed, Cluster, Playbook, finish_playbook, mlflow_call, restart_forcing_change, run_cases,
                     start_playbook, suite_parser, write_figures)
 from suite import actors_of_class
 from verdicts import Job, extra_vars, read_json, training_pids, worker_of
@@ -125,12 +126,34 @@ def baseline(case, overrides=None, job_id=None, key="baseline"):
     return metrics(job.dir)
 
 
-def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=None):
+def controller_pid(cluster):
+    """The job controller's pid, from its heartbeat under the shared storage (None when it has none)."""
+    return (read_json(os.path.join(cluster.host_shared, "controller", "heartbeat.json")) or {}).get("pid")
+
+
+def wait_for_run_end(case, run_id, timeout):
+    """Wait for the job controller's end of the run (its first attempt's logs/supervisor.json); a Playbook-like
+    result whose rc is 0 when the run trained."""
+    ended, started = os.path.join(case.cluster.host_shared, "jobs", run_id, "logs", "supervisor.json"), time.time()
+    while not os.path.exists(ended):
+        if time.time() - started > timeout:
+            raise CaseFailed("the job controller did not end run %s within %d s" % (run_id, timeout))
+        time.sleep(1)
+    record = read_json(ended) or {}
+    return Playbook(["job controller", run_id], 0 if record.get("trained") else 1, json.dumps(record, indent=1),
+                    time.time() - started)
+
+
+def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=None, nobody=None):
     """Submit an SFT run that may restart, kill a worker in each attempt (``victims``: 'driver' or
     'other' per attempt: the first after KILL_AFTER_STEPS steps, the next ones after their first
     step), optionally corrupt the newest checkpoint after the first kill.
 
-    :returns: (the playbook run, list of Job per attempt, facts dict).
+    :param nobody: None, ``"submitter"`` (the waiting ansible-playbook is killed with SIGKILL before the first
+        worker: the job controller alone continues the run) or ``"controller"`` (the job controller is killed
+        with SIGKILL before the first worker: its keeper starts it again and it picks the run up).
+    :returns: (the playbook run - or, with nobody="submitter", the controller's end of the run -, list of Job
+        per attempt, facts dict).
     """
     cluster = case.cluster
     case.ensure_cluster()
@@ -150,6 +173,17 @@ def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=N
                     raise CaseFailed("%s logged %d steps before submit.yml ended" % (job.id, len(job.steps())))
                 time.sleep(0.5)
             driver = worker_of(cluster, job.driver_ip())
+            if index == 0 and nobody == "submitter":
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                case.note("killed the submitting ansible-playbook (SIGKILL) after step %d" % max(job.steps()))
+            elif index == 0 and nobody == "controller":
+                pid = controller_pid(cluster)
+                if not pid:
+                    raise CaseFailed("no job controller heartbeat under %s/controller" % cluster.host_shared)
+                os.kill(pid, signal.SIGKILL)
+                facts["controller_killed"] = pid
+                case.note("killed the job controller (pid %d, SIGKILL) after step %d" % (pid, max(job.steps())))
             victim = driver if victim_side == "driver" else next(h for h in cluster.workers if h != driver)
             victim_ip = next(iter(cluster.ip(victim)), "?")
             cluster.docker("kill", cluster.container[victim])
@@ -166,7 +200,7 @@ def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=N
             if index + 1 <= max_restarts:
                 # the next attempt's first step, timed from the kill
                 while not nxt.steps():
-                    if proc.poll() is not None or time.time() > deadline + 600:
+                    if (proc.poll() is not None and nobody != "submitter") or time.time() > deadline + 600:
                         raise CaseFailed("no step of %s before submit.yml ended" % nxt.id)
                     time.sleep(0.5)
                 facts.setdefault("fault_to_step_s", []).append(round(time.time() - facts["kills"][-1]["at"], 1))
@@ -174,6 +208,9 @@ def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=N
     finally:
         run = finish_playbook(argv, proc, started, RUN_TIMEOUT)
         case.keep(run, "submit sft max_restarts=%d" % max_restarts)
+    if nobody == "submitter":
+        run = wait_for_run_end(case, first.id, RUN_TIMEOUT)
+        case.keep(run, "the job controller's end of the run")
     return run, attempts, facts
 
 
@@ -266,6 +303,30 @@ def case_killed_other_worker(case):
     check_continued(case, run, attempts, facts, base)
 
 
+def case_submitter_killed(case):
+    """The submitting ansible-playbook killed (SIGKILL) after the job started, then the worker without the driver:
+    the job controller alone heals the cluster, continues the run as <id>-r1 and it ends like the uninterrupted run."""
+    base = baseline(case)
+    run, attempts, facts = run_with_kills(case, "sub", 1, ["other"], nobody="submitter")
+    check_continued(case, run, attempts, facts, base)
+
+
+def case_controller_killed(case):
+    """The job controller killed (SIGKILL) mid-training, then a worker: its keeper starts it again, it picks the
+    run up and continues it; the run ends trained with exactly one attempt per restart."""
+    base = baseline(case)
+    run, attempts, facts = run_with_kills(case, "ctl", 2, ["other"], nobody="controller")
+    check_continued(case, run, attempts, facts, base)
+    made = sorted(d for d in os.listdir(os.path.join(case.cluster.host_shared, "jobs"))
+                  if d == attempts[0].id or d.startswith(attempts[0].id + "-r"))
+    case.check(made == [a.id for a in attempts] == [attempts[0].id, attempts[0].id + "-r1"],
+               "attempts made %s, expected %s and -r1 only" % (made, attempts[0].id))
+    back = controller_pid(case.cluster)
+    case.check(back and back != facts.get("controller_killed"), "the job controller did not come back (pid %s, "
+               "killed %s)" % (back, facts.get("controller_killed")))
+    case.note("the keeper started the job controller again (pid %s after %s)" % (back, facts.get("controller_killed")))
+
+
 def case_restarts_exhausted(case):
     """max_restarts 1 and two lost nodes: FAILED, the message lists both attempts and their causes."""
     # two epochs (16 steps): the second attempt still trains when its worker is killed
@@ -337,15 +398,15 @@ def case_site_restarts_a_run(case):
 # epoch): verl 0.9.1's SFT trainer resumed from a checkpoint at an epoch's end trains one epoch less (seen:
 # resumed at 56 of 96, ended at 88 - our verdict: short_training).
 LONG = dict(OVERRIDES, **{"trainer.total_epochs": 40, "trainer.save_freq": 11})
-# A run nobody waits for survives its head: seconds the supervisor has to bring the run to its end.
+# A run nobody waits for survives its head: seconds the job controller has to bring the run to its end.
 HEAD_LOST_TIMEOUT = 900
 
 
 def case_killed_head(case, remove=False):
-    """docker kill of the head while an SFT run trains, nobody acting (submit.yml -e wait=false: its supervisor
-    follows it): the supervisor survives, heals the cluster and the run reaches the uninterrupted run's last step
+    """docker kill of the head while an SFT run trains, nobody acting (submit.yml -e wait=false: the job controller
+    follows it): the controller heals the cluster and the run reaches the uninterrupted run's last step
     and final loss - the same attempt when the head kept its job table (GCS storage), else <id>-r1 (head_lost)
-    from the newest complete checkpoint. The supervisor writes logs/supervisor.json and removes its pid file;
+    from the newest complete checkpoint. The controller writes logs/supervisor.json;
     status.yml lists every attempt with its verdict. ``remove``: the head's container is removed (docker rm -f),
     so the new head has an empty job table: the attempt (a 320-step run, far longer than the 60 s its raylets wait
     for the lost GCS) is judged from its job directory - status LOST, cause head_lost - and continued as <id>-r1."""
@@ -360,8 +421,8 @@ def case_killed_head(case, remove=False):
                     label="submit sft wait=false max_restarts=1")
     if run.rc != 0:
         raise CaseFailed("submit.yml -e wait=false rc=%s" % run.rc)
-    pid_file = os.path.join(os.path.expanduser("~"), ".mvp", "supervisor", first.id, "pid")
-    case.check(os.path.exists(pid_file), "no supervisor pid file %s" % pid_file)
+    case.check("followed by the job controller" in run.text, "submit.yml does not say the job controller follows "
+               "the run")
     deadline = time.time() + 600
     while len(first.steps()) < 2:
         if time.time() > deadline:
@@ -374,7 +435,7 @@ def case_killed_head(case, remove=False):
     nxt = Job(case, first.id + "-r1")
     while not os.path.exists(ended):
         if time.time() > killed_at + HEAD_LOST_TIMEOUT:
-            raise CaseFailed("the supervisor did not end within %d s of the kill" % HEAD_LOST_TIMEOUT)
+            raise CaseFailed("the job controller did not end the run within %d s of the kill" % HEAD_LOST_TIMEOUT)
         if "head_lost_to_first_new_step_s" not in case.seconds and nxt.steps():
             case.seconds["head_lost_to_first_new_step_s"] = round(time.time() - killed_at, 1)
         time.sleep(1)
@@ -382,7 +443,6 @@ def case_killed_head(case, remove=False):
     record = read_json(ended) or {}
     case.check(record.get("state") == "ended" and record.get("trained") is True,
                "logs/supervisor.json %s, expected ended and trained" % record)
-    case.check(not os.path.exists(pid_file), "the supervisor's pid file outlives it")
     attempts = [first]
     status = read_json(os.path.join(first.dir, "logs", "status.json")) or {}
     case.check(not remove or (status.get("status"), status.get("cause")) == ("LOST", "head_lost"),
@@ -512,6 +572,10 @@ CASES = [
      "as <id>-r1 at its step + 1, ends with the uninterrupted run's last step and train/loss",
      case_killed_driver_worker_corrupt),
     ("killed other worker", "heals, continues as <id>-r1, ends like the uninterrupted run", case_killed_other_worker),
+    ("submitter killed", "the waiting submit.yml killed (SIGKILL), then the other worker: the job controller alone "
+     "continues the run as <id>-r1; it ends like the uninterrupted run", case_submitter_killed),
+    ("controller killed", "the job controller killed (SIGKILL), then the other worker: it comes back (its keeper), "
+     "continues the run as <id>-r1 only; it ends like the uninterrupted run", case_controller_killed),
     ("killed head", "nobody acting: the supervisor heals the cluster; the run ends like the uninterrupted run "
      "(the same attempt, or <id>-r1 after head_lost); supervisor.json says so; status.yml lists the attempts",
      case_killed_head),
