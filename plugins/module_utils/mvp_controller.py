@@ -485,7 +485,7 @@ class Controller(object):
             return
         nxt = decision["next"]
         ran = self.playbook(self.config["playbooks"]["submit"],
-                            {"mvp_controller_restart": {"request": nxt["request"], "info": nxt["info"]}, "wait": False},
+                            {"controller_restart": {"request": nxt["request"], "info": nxt["info"]}, "wait": False},
                             "start-" + nxt["submission_id"])
         if os.path.isdir(os.path.join(jobs_dir(self.config), nxt["submission_id"])):
             self.say("%s: continued as %s (%s)" % (previous, nxt["submission_id"], decision["why"]))

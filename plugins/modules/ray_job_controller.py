@@ -9,9 +9,9 @@ DOCUMENTATION = r"""
 module: ray_job_controller
 short_description: Run the job controller that follows every run, started once and kept
 description:
-  - Runs on the controller host (the inventory group C(mvp_controller)). Writes the controller's configuration
+  - Runs on the controller host (the inventory group C(job_controller)). Writes the controller's configuration
     (JSON, mode 0600: it holds the Ray auth token and the inventory's secrets; never logged) and keeps one
-    controller process (module_utils C(mvp_controller) C(run)) running for this inventory.
+    controller process (module_utils C(job_controller) C(run)) running for this inventory.
   - On a host whose init is systemd (C(/run/systemd/system) exists) it writes the unit
     C(/etc/systemd/system/<name>.service) with C(Restart=always) and enables and starts it. Elsewhere (a
     container, this project's CI) a keeper process (C(mvp_controller keep), module_utils C(mvp_service)) starts
@@ -206,7 +206,7 @@ def main():
     if not os.access(params["python"], os.X_OK):
         module.fail_json(msg="ray_job_controller: python %s is missing: the role job_controller makes its venv "
                              "(job_controller_venv)." % params["python"], **result)
-    config_file = os.path.join(state_dir, "controller.json")
+    config_file = os.path.join(state_dir, "settings.json")
     config_text = json.dumps(config, indent=2, sort_keys=True) + "\n"
     spec = service_spec(params, config_file, log)
     heartbeat = os.path.join(config["shared_dir"], "controller", "heartbeat.json")

@@ -279,8 +279,8 @@ DIFFERENT_ON_PURPOSE = {
     # Common: the inventory's watchdog and queue settings (dicts of the job tools' tuning); alone: the builder's
     # own fallbacks ({}), with the same code_id, model, ports and checkpoint counts.
     "submit_job_builder_defaults",
-    # Common: the workload catalog (like run_report_catalog); and <HOME>/.mvp/supervisor, which '' means too.
-    "submit_job_workloads", "submit_job_supervisor_log_dir",
+    # Common: the workload catalog (like run_report_catalog).
+    "submit_job_workloads",
     # Common: the MLflow server's basic-auth credentials (mvp_mlflow_credentials_env); alone: no secret besides
     # the internal token. And the inventory folder's password file, through mvp_mlflow_password_file.
     "ray_worker_more_secrets", "mlflow_server_password_file",

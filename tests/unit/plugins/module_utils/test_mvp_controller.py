@@ -46,8 +46,8 @@ class Playbooks(object):
             if self.heal_fixes_head:
                 self.fake.unreachable = None
         elif name == "submit.yml":
-            request = extra_vars["mvp_controller_restart"]["request"]
-            info = extra_vars["mvp_controller_restart"]["info"]
+            request = extra_vars["controller_restart"]["request"]
+            info = extra_vars["controller_restart"]["info"]
             make_attempt(self.config, request["submission_id"], info["run"], info["attempt"],
                          dict(request=request, restart=info, max_restarts=info["max_restarts"],
                               resume_from={"submission_id": request.get("resume_from")}))
@@ -130,8 +130,8 @@ def test_a_lost_node_continues_as_the_next_attempt_decided_before_it_starts(conf
     assert playbooks.names() == ["record.yml", "submit.yml"]
     started = playbooks.calls[-1][1]
     assert started["wait"] is False
-    assert started["mvp_controller_restart"]["request"]["submission_id"] == RUN + "-r1"
-    assert started["mvp_controller_restart"]["request"]["resume_from"] == RUN
+    assert started["controller_restart"]["request"]["submission_id"] == RUN + "-r1"
+    assert started["controller_restart"]["request"]["resume_from"] == RUN
     assert mvp_controller.run_state(config, RUN)["attempts"] == [RUN, RUN + "-r1"]
     fake_ray.jobs[RUN + "-r1"]["status"] = type(fake_ray.jobs[RUN]["status"])("SUCCEEDED")
     playbooks.verdicts[RUN + "-r1"] = {"verdict": "trained", "cause": None, "summary": "ok", "steps": {"last": 8}}
