@@ -27,7 +27,8 @@ is gone or stopped (the Docker API) or its dashboard refuses or drops the connec
 
 Entry points (``python -m ansible_collections.mvp.ray.plugins.module_utils.mvp_controller``): ``run
 --config FILE`` (the controller), ``keep --dir DIR`` (the keeper that starts it again when it dies, on a
-host without systemd; ``mvp_service.keep``). The service is installed by the role ``job_controller``
+host without systemd; ``mvp_service.keep``), ``heal --config FILE`` (the cluster playbook once, exactly as
+the controller runs it; prints the result as JSON, exit status 1 when it failed). The service is installed by the role ``job_controller``
 (module ``ray_job_controller``); its configuration file is described in :func:`load_config`.
 """
 
@@ -190,6 +191,14 @@ def discover(config, known):
     return sorted(n for n, follow in known.items() if follow)
 
 
+def _mtime(path):
+    """The modification time of ``path`` (seconds since the epoch), 0 when it cannot be read."""
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
 def _young(path, now=None):
     """True while the folder ``path`` is younger than HANDOFF_GRACE_S (or cannot be read)."""
     try:
@@ -292,6 +301,7 @@ class Controller(object):
         self.first_seen = {}
         self.requests = 0
         self.head_lost_since = None
+        self.head_replaced_at = None
         self.runs = []
         self.pass_cache = {}
 
@@ -378,8 +388,9 @@ class Controller(object):
         current = state["current"]
         job = table.get(current)
         if job is None:
-            if _young(os.path.join(jobs_dir(self.config), current), self.clock()):
-                return
+            made = _mtime(os.path.join(jobs_dir(self.config), current))
+            if made > (self.head_replaced_at or 0) and self.clock() - made < HANDOFF_GRACE_S:
+                return  # handed over a moment ago, not submitted yet (and no head was replaced since)
             self.say("%s: Ray does not know the attempt (its head was replaced): judging it from its job directory"
                      % current)
             self.judge(state, lost_with_head=True)
@@ -543,6 +554,7 @@ class Controller(object):
             self.say("the Ray head was lost while %d run(s) were followed: %s" % (len(runs), why))
         if self.heal("head"):
             self.head_lost_since = None
+            self.head_replaced_at = self.clock()
             return
         if self.clock() - self.head_lost_since > float(self.config["heal_timeout_s"]):
             for run in runs:
@@ -647,13 +659,16 @@ def keeper(directory, say, stop, interval=2.0):
 
 
 def main(argv=None):
-    """Command line: ``run --config FILE`` or ``keep --dir DIR``; returns the exit code (int)."""
+    """Command line: ``run --config FILE``, ``keep --dir DIR`` or ``heal --config FILE``; returns the exit code (int)."""
     parser = argparse.ArgumentParser(prog="mvp-controller", description=__doc__.split("\n", 1)[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="follow every handed-over run")
     run.add_argument("--config", required=True)
     keep = sub.add_parser("keep", help="start the controller again whenever it dies")
     keep.add_argument("--dir", required=True)
+    heal = sub.add_parser("heal", help="run the cluster playbook once, exactly as a heal does; print its result")
+    heal.add_argument("--config", required=True)
+    heal.add_argument("--inventory", action="append", default=[], help="one more inventory source")
     args = parser.parse_args(argv)
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
@@ -669,6 +684,12 @@ def main(argv=None):
     except ConfigError as exc:
         say(str(exc))
         return 2
+    if args.command == "heal":
+        config["inventory"] = list(config["inventory"]) + list(args.inventory)
+        ran = playbook_runner(config, sys.executable)(config["playbooks"]["heal"], {}, "heal-by-hand")
+        sys.stdout.write(json.dumps({k: ran.get(k) for k in ("rc", "status", "unreachable", "failed_tasks", "hosts")},
+                                    indent=2, sort_keys=True) + "\n")
+        return 0 if ran.get("rc") == 0 else 1
     return serve(config, sys.executable, say, lambda: bool(stopping))
 
 

@@ -10,15 +10,16 @@ module: ray_job_controller
 short_description: Run the job controller that follows every run, started once and kept
 description:
   - Runs on the controller host (the inventory group C(job_controller)). Writes the controller's configuration
-    (JSON, mode 0600: it holds the Ray auth token and the inventory's secrets; never logged) and keeps one
-    controller process (module_utils C(job_controller) C(run)) running for this inventory.
+    C(<state_dir>/settings.json) (mode 0600 - it holds the Ray auth token and the inventory's secrets, which are
+    never logged) and keeps one controller process (module_utils C(mvp_controller) C(run)) running for this
+    inventory.
   - On a host whose init is systemd (C(/run/systemd/system) exists) it writes the unit
     C(/etc/systemd/system/<name>.service) with C(Restart=always) and enables and starts it. Elsewhere (a
     container, this project's CI) a keeper process (C(mvp_controller keep), module_utils C(mvp_service)) starts
     the controller again within seconds whenever it dies; the keeper itself is started again by the next
     C(site.yml).
   - Idempotent by the configuration and the command - unchanged and running reports C(changed=false); a changed
-    configuration restarts the controller (runs are picked up where they were: their state is in the job
+    configuration restarts the controller (runs are picked up where they were, as their state is in the job
     directories).
   - With I(state=stopped) the controller (and its keeper or unit) is stopped; runs it followed stay as they are
     in their job directories and are picked up by the next controller.

@@ -24,7 +24,7 @@ description:
     minute; the chunks add one module call per I(progress_interval) (docs/benchmarks.md).
   - Before the first line it prints the command that follows the job again, and again when the play
     is interrupted (Ctrl-C), which leaves the job running.
-  - With I(run), I(submission_id) is a run's first attempt and the wait lasts until the run's end: each
+  - With I(run), I(submission_id) is a run's first attempt and the wait lasts until the run's end - each
     attempt is followed as above; when one ends, the job controller (module_utils mvp_controller) judges it and
     either continues the run (C(logs/restart.json) names the next attempt, which is followed next) or ends it
     (C(logs/supervisor.json) of the first attempt, returned as C(run_end)). The files are read on the task's

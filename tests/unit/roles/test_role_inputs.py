@@ -23,10 +23,12 @@ MAPPINGS = os.path.join(ROOT, "playbooks", "vars")
 # Names a role may read besides its own (prefixed) variables: Ansible's magic variables and loop names.
 MAGIC = {"inventory_hostname", "hostvars", "ansible_failed_result", "ansible_failed_task", "ansible_check_mode", "ansible_play_hosts", "ansible_play_hosts_all",
          "ansible_connection", "ansible_playbook_python", "role_path", "playbook_dir", "inventory_dir", "item",
+         "ansible_inventory_sources",
          "omit", "loop", "true", "false", "none", "True", "False", "None"}
 # Names the command line sets (-e) and the groups of the shipped inventories: the mappings' business.
 COMMAND_LINE = {"wait", "repeat", "group", "last", "workload", "jobspec", "submission_id", "submission_ids",
-                "baseline", "fail_on_regression", "report_id", "diff_max_lines", "diff_max_bytes", "groups"}
+                "baseline", "fail_on_regression", "report_id", "diff_max_lines", "diff_max_bytes", "groups",
+                "controller_restart", "lost_with_head"}
 CONDITIONS = ("when", "that", "failed_when", "changed_when", "until")
 
 
@@ -284,6 +286,11 @@ DIFFERENT_ON_PURPOSE = {
     # Common: the MLflow server's basic-auth credentials (mvp_mlflow_credentials_env); alone: no secret besides
     # the internal token. And the inventory folder's password file, through mvp_mlflow_password_file.
     "ray_worker_more_secrets", "mlflow_server_password_file",
+    # Common: the controller's venv made with the Python that runs Ansible (python3 on another host); the Ray
+    # auth token generated into the inventory folder; alone: python3, no token.
+    "job_controller_python", "job_controller_ray_auth_token",
+    # Common: the docker host's mvp_host_shared_dir ('' in the common settings); alone: the local inventory's.
+    "job_controller_shared_dir",
 }
 
 

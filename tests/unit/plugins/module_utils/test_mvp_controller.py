@@ -171,8 +171,8 @@ def test_a_lost_head_is_healed_then_its_attempt_judged_from_the_job_directory(co
     lost = {"verdict": "failed", "cause": "head_lost", "summary": "head lost", "steps": {"last": 6}}
     playbooks = Playbooks(config, fake_ray, {RUN: lost})
     fake_ray.unreachable = ConnectionRefusedError(111, "Connection refused")
-    clock = [time.time() + 3600]  # the attempt's directory is old: Ray not knowing it is not a hand-over
-    ctl = controller(config, playbooks, clock=lambda: clock[0])
+    # The attempt was handed over a moment ago; the head that ran it was replaced since: judged at once.
+    ctl = controller(config, playbooks)
     ctl.tick()
     assert playbooks.names() == ["cluster.yml"]
     # The new head does not know the attempt: judged from its job directory (LOST, head_lost), then continued.
@@ -180,6 +180,18 @@ def test_a_lost_head_is_healed_then_its_attempt_judged_from_the_job_directory(co
     ctl.tick()
     assert playbooks.calls[1] == ("record.yml", {"submission_id": RUN, "lost_with_head": True})
     assert playbooks.names()[2:] == ["submit.yml"]
+
+
+def test_an_attempt_handed_over_a_moment_ago_is_not_judged_before_ray_knows_it(config, fake_ray):
+    first_attempt(config, fake_ray)
+    del fake_ray.jobs[RUN]
+    playbooks = Playbooks(config, fake_ray, {})
+    controller(config, playbooks).tick()
+    assert playbooks.calls == []
+    later = time.time() + mvp_controller.HANDOFF_GRACE_S + 1
+    playbooks.verdicts[RUN] = {"verdict": "failed", "cause": "head_lost", "summary": "lost", "steps": {}}
+    controller(config, playbooks, clock=lambda: later).tick()
+    assert playbooks.calls[0] == ("record.yml", {"submission_id": RUN, "lost_with_head": True})
 
 
 def test_an_attempt_pending_past_its_deadline_is_stopped_with_a_note(config, fake_ray):
