@@ -7,7 +7,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue bench bench-scale bench-train bench-resume bench-queue bench-mlflow matrix matrix-ci mlflow-screenshot
+.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue bench bench-scale bench-train bench-resume bench-queue bench-controller bench-mlflow matrix matrix-ci mlflow-screenshot
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -81,6 +81,10 @@ bench-queue: setup engine ## Seconds from a job's end to the next queued job's t
 bench-resume: setup engine ## Seconds from a lost node to the next attempt's first step, steps lost (bench/resume.py)
 	ansible-playbook site.yml
 	python bench/resume.py
+
+bench-controller: setup engine ## The job controller's memory and head requests per minute with 1 and 20 runs (bench/results/controller.json)
+	ansible-playbook site.yml
+	python bench/controller.py --runs 20
 
 bench-mlflow: setup engine ## What MLflow tracking adds per training step: CPU SFT with and without it, alternating (bench/results/mlflow.json)
 	ansible-playbook site.yml

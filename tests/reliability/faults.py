@@ -734,7 +734,7 @@ CASES = [
     ("site.yml with a running job", "a change that restarts the workers' Ray: refused naming the job, nothing "
      "touched; unchanged site.yml passes beside it; mvp_running_jobs=wait: the play waits for the job's end, then "
      "restarts every worker", case_site_with_a_running_job),
-    ("head lost while followed", "the head's container removed while submit.yml waits: the play heals the cluster, "
+    ("head lost while followed", "the head's container removed while submit.yml waits: the job controller heals the cluster, "
      "the job is judged LOST / head_lost from its job directory, submit.yml fails naming it; all ALIVE",
      case_head_lost_while_followed),
     ("down with a running job", "refused naming the job, nothing touched; with mvp_running_jobs=stop the job is "

@@ -576,8 +576,8 @@ CASES = [
      "continues the run as <id>-r1; it ends like the uninterrupted run", case_submitter_killed),
     ("controller killed", "the job controller killed (SIGKILL), then the other worker: it comes back (its keeper), "
      "continues the run as <id>-r1 only; it ends like the uninterrupted run", case_controller_killed),
-    ("killed head", "nobody acting: the supervisor heals the cluster; the run ends like the uninterrupted run "
-     "(the same attempt, or <id>-r1 after head_lost); supervisor.json says so; status.yml lists the attempts",
+    ("killed head", "nobody acting (wait=false): the job controller heals the cluster; the run ends like the uninterrupted run "
+     "(the same attempt, or <id>-r1 after head_lost); logs/supervisor.json says so; status.yml lists the attempts",
      case_killed_head),
     ("removed head", "the head's container removed (its job table gone) early in a 320-step run: LOST, head_lost; "
      "<id>-r1 continues at the checkpoint's step + 1 and ends like the uninterrupted run; status.yml lists both",
