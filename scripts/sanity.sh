@@ -6,7 +6,7 @@
 # work tree but its own: the tracked files are copied to
 # $TMPDIR/mvp-sanity.*/ansible_collections/mvp/ray (the checkout's collections/ link
 # resolves to the checkout, which ansible-test cannot place). It runs
-# from its own venv (build/sanity-venv, the ansible-core of requirements.txt) with
+# from its own venv (build/sanity-venv, the ansible-core pinned in roles/job_controller/files/requirements.txt) with
 # --requirements, so the pinned linters of each test never touch the project venv.
 # Each test's venv gets pip from scripts/get_pip_standin.py (ansible-test's own
 # bootstrap script lives on a host this network does not reach). Known exceptions:
@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-core=$(grep -E '^ansible-core==' requirements.txt | cut -d= -f3)
+core=$(grep -E '^ansible-core==' roles/job_controller/files/requirements.txt | cut -d= -f3)
 venv=$root/build/sanity-venv
 if [ ! -x "$venv/bin/ansible-test" ] || ! "$venv/bin/python" -c "import ansible, sys; sys.exit(ansible.__version__ != '$core')"; then
   rm -rf "$venv"

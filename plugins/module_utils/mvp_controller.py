@@ -260,8 +260,8 @@ def controller_line(runs, text, now):
     if beat["alive"]:
         return ("%s: followed by the job controller %s on %s (pid %s): it judges each attempt and continues the run "
                 "after a retryable failure, with nobody waiting. Watch: ansible-playbook collect.yml -e "
-                "submission_id=<id> -e wait=true; status.yml lists the runs." % (ids, beat["name"], beat["host"],
-                                                                                  beat["pid"]))
+                "submission_id=<id> -e wait=true; status.yml lists the runs."
+                % (ids, beat["name"], beat["host"], beat["pid"]))
     if beat["age_s"] is None:
         return ("%s: NOT supervised - no job controller has run for this cluster (no heartbeat under the shared "
                 "storage's controller/). Start it with site.yml (or playbooks/controller.yml)." % ids)
@@ -287,15 +287,15 @@ class Controller(object):
     :param playbook: callable(playbook, extra_vars, ident) -> dict (``mvp_playbook_run.run``'s result), how
         a playbook is run; tests pass their own.
     :param docker: callable() -> a docker SDK client, or None (the head is reached by address).
-    :param say: callable(str), one line of the controller's log.
+    :param say: callable(str), one line of the controller's log (None: nothing is logged).
     :param clock: callable() -> float seconds (``time.time``).
     """
 
-    def __init__(self, config, playbook, docker=None, say=print, clock=time.time):
+    def __init__(self, config, playbook, docker=None, say=None, clock=time.time):
         self.config = config
         self.playbook = playbook
         self.docker = docker
-        self.say = say
+        self.say = say or (lambda line: None)
         self.clock = clock
         self.known = {}
         self.first_seen = {}
@@ -540,7 +540,7 @@ class Controller(object):
     def workers_alive(self):
         """How many ALIVE workers (nodes offering the worker resource) the head sees; 0 when it does not answer."""
         try:
-            _, state_api, address = self.clients()
+            _jobs, state_api, address = self.clients()
             nodes = list_nodes(state_api, address)
         except (HeadLost, RayUnreachable, RayHttpError):
             return 0
@@ -643,8 +643,8 @@ def serve(config, python, say, stop):
         try:
             controller.tick()
         except Exception as exc:  # pylint: disable=broad-except
-            say("a pass failed: %s: %s (trying again next pass)\n%s" % (type(exc).__name__, exc,
-                                                                          traceback.format_exc(limit=6)))
+            say("a pass failed: %s: %s (trying again next pass)\n%s"
+                % (type(exc).__name__, exc, traceback.format_exc(limit=6)))
         time.sleep(max(0.5, float(config["poll_s"]) - (time.time() - started)))
     return 0
 
@@ -694,4 +694,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())
