@@ -491,8 +491,12 @@ class Controller(object):
             return
         if verdict.get("cause") == "cluster_changed" and not self.cluster_play_done(previous):
             return
-        healed = self.heal(previous)
-        if not healed:
+        if not self.heal(previous):
+            decided = _mtime(attempt_file(self.config, previous, "restart"))
+            if self.clock() - decided > float(self.config["heal_timeout_s"]):
+                self.end(state, "stopped", False, "the cluster could not be healed within %d s after %s ended (%s); "
+                         "bring it back with site.yml and submit the run again with resume_from=%s"
+                         % (int(self.config["heal_timeout_s"]), previous, verdict.get("cause"), previous), verdict)
             return
         nxt = decision["next"]
         ran = self.playbook(self.config["playbooks"]["submit"],

@@ -155,6 +155,32 @@ def test_a_restarted_controller_starts_a_decided_attempt_exactly_once(config, fa
     assert mvp_controller.run_state(config, RUN)["current"] == RUN + "-r1"
 
 
+def test_a_heal_that_does_not_succeed_within_its_bound_stops_the_run_saying_so(config, fake_ray):
+    first_attempt(config, fake_ray, "FAILED", max_restarts=1)
+    lost = {"verdict": "failed", "cause": "node_lost", "summary": "lost", "steps": {"last": 4}}
+    fake_ray.nodes = fake_ray.nodes[:2]  # one worker left of the two the cluster has
+    config["heal_timeout_s"] = 1  # each heal retries the playbook for this many (real) seconds
+    playbooks = Playbooks(config, fake_ray, {RUN: lost})
+    failing = {"rc": 2, "status": "failed", "hosts": {}, "failed_tasks": [
+        {"host": "w1", "task": "Preflight | Check", "msg": "unreachable", "unreachable": True}]}
+
+    def run(playbook, extra_vars, ident):
+        if playbook.endswith("cluster.yml"):
+            playbooks.calls.append(("cluster.yml", {}))
+            return failing
+        return playbooks(playbook, extra_vars, ident)
+    later = [time.time()]
+    ctl = controller(config, run, clock=lambda: later[0])
+    ctl.tick()
+    assert "cluster.yml" in playbooks.names() and "submit.yml" not in playbooks.names()
+    assert not os.path.exists(mvp_controller.attempt_file(config, RUN, "supervisor"))
+    later[0] += config["heal_timeout_s"] + 1
+    ctl.tick()
+    end = read(mvp_controller.attempt_file(config, RUN, "supervisor"))
+    assert end["state"] == "stopped" and "could not be healed within 1 s" in end["why"]
+    assert "submit.yml" not in playbooks.names()
+
+
 def test_a_request_cause_ends_the_run_without_a_restart(config, fake_ray):
     first_attempt(config, fake_ray, "FAILED", max_restarts=2)
     bad = {"verdict": "failed", "cause": "config_rejected", "summary": "Could not override", "steps": {}}
