@@ -18,6 +18,8 @@ killed and started again picks every unfinished run up where it was and starts n
 * ``logs/restart.json``: the decision to continue as ``next``, written before the heal and the start;
   an attempt whose ``next`` has no job directory yet is started (``ray_job`` refuses an existing
   directory, so a second start cannot make a second attempt);
+* ``logs/continued.json``: the phases of that restart once the next attempt started (seconds healing, seconds
+  starting it, when Ray ended the attempt and when the decision was written);
 * ``logs/supervisor.json`` (the run's first attempt): the run's end; a run with it is done.
 
 Besides those, ``<shared>/controller/heartbeat.json`` says which controller follows which runs (the plays
@@ -491,6 +493,7 @@ class Controller(object):
             return
         if verdict.get("cause") == "cluster_changed" and not self.cluster_play_done(previous):
             return
+        heal_started = self.clock()
         if not self.heal(previous):
             decided = _mtime(attempt_file(self.config, previous, "restart"))
             if self.clock() - decided > float(self.config["heal_timeout_s"]):
@@ -499,11 +502,19 @@ class Controller(object):
                          % (int(self.config["heal_timeout_s"]), previous, verdict.get("cause"), previous), verdict)
             return
         nxt = decision["next"]
+        start_started = self.clock()
         ran = self.playbook(self.config["playbooks"]["submit"],
                             {"controller_restart": {"request": nxt["request"], "info": nxt["info"]}, "wait": False},
                             "start-" + nxt["submission_id"])
         if os.path.isdir(os.path.join(jobs_dir(self.config), nxt["submission_id"])):
             self.say("%s: continued as %s (%s)" % (previous, nxt["submission_id"], decision["why"]))
+            phases = {"next": nxt["submission_id"], "ended_at": verdict.get("end_time"),
+                      "decided_at": _mtime(attempt_file(self.config, previous, "restart")),
+                      "heal_s": round(start_started - heal_started, 1),
+                      "start_s": round(self.clock() - start_started, 1), "started_at": self.clock()}
+            path = attempt_file(self.config, previous, "continued")
+            if not os.path.exists(path):
+                write_text_atomic(path, json.dumps(phases, indent=2, sort_keys=True) + "\n")
             return
         self.end(state, "stopped", False, "the next attempt %s could not be started: %s" % (
             nxt["submission_id"], _playbook_failure(self.config["playbooks"]["submit"], ran)), verdict)

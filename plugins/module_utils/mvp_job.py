@@ -52,6 +52,7 @@ FILES = {
     "ray_driver_log": "logs/ray_driver.log",     # Ray's copy of the driver log
     "status": "logs/status.json",                # Ray's last status beside the verdict
     "restart": "logs/restart.json",              # this attempt failed and was continued as "next" (job controller)
+    "continued": "logs/continued.json",          # the phases of that restart: decided, healed, next attempt started
     "supervisor": "logs/supervisor.json",        # how the run ended, as the job controller saw it (first attempt)
     "stopped_by": "logs/stopped_by.json",        # a cluster play (down.yml) stopped the job: which, and when
     "interrupted_by": "logs/interrupted_by.json",  # a cluster play (site.yml) stopped it to change its nodes

@@ -133,6 +133,8 @@ def test_a_lost_node_continues_as_the_next_attempt_decided_before_it_starts(conf
     assert started["controller_restart"]["request"]["submission_id"] == RUN + "-r1"
     assert started["controller_restart"]["request"]["resume_from"] == RUN
     assert mvp_controller.run_state(config, RUN)["attempts"] == [RUN, RUN + "-r1"]
+    phases = read(mvp_controller.attempt_file(config, RUN, "continued"))
+    assert phases["next"] == RUN + "-r1" and phases["heal_s"] >= 0 and phases["start_s"] >= 0
     fake_ray.jobs[RUN + "-r1"]["status"] = type(fake_ray.jobs[RUN]["status"])("SUCCEEDED")
     playbooks.verdicts[RUN + "-r1"] = {"verdict": "trained", "cause": None, "summary": "ok", "steps": {"last": 8}}
     ctl.tick()
