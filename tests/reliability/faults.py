@@ -40,9 +40,8 @@ COLLECT_TIMEOUT = 300
 # Ray job states that are not final.
 ACTIVE_JOB_STATES = ("PENDING", "RUNNING")
 # Ray's temp/session folders, should a cluster keep them on the shared storage.
-# Folders live programs rewrite while any play runs, left out of the shared folder's listings: Ray's session
-# folders, and the job controller's heartbeat (<shared>/controller/, written every pass until down.yml stops it).
-SESSION_DIR = re.compile(r"^(session_|controller$)")
+# Ray's temp/session folders, should a cluster keep them on the shared storage.
+SESSION_DIR = re.compile(r"^session_")
 # Seconds Ray may keep a killed raylet's node ALIVE after site.yml returns (its health checks).
 STALE_NODE_TIMEOUT = 90
 DEBUG_KINDS = ("ray_status", "ray_job_list", "ray_list_nodes", "ray_list_actors")

@@ -66,14 +66,23 @@ def actors_of_class(container, python, address, class_name, token_path=""):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+# The job controller's folder under the shared root: its heartbeat, rewritten at every pass while it runs, is
+# no play's change; the before/after listings leave it out.
+CONTROLLER_DIR = "controller"
+
+
 def listing(folder, hashes=False, skip_dir=None):
     """Return {relative path: (size, mtime_ns[, sha256])} of every file and folder under ``folder``.
+
+    The job controller's folder right under ``folder`` (``CONTROLLER_DIR``) is left out.
 
     :param hashes: bool, add the sha256 of each regular file's bytes.
     :param skip_dir: compiled regex or None; folders whose name matches are not entered or listed.
     """
     state = {}
     for dirpath, dirnames, filenames in os.walk(folder):
+        if dirpath == folder:
+            dirnames[:] = [d for d in dirnames if d != CONTROLLER_DIR]
         if skip_dir is not None:
             dirnames[:] = [d for d in dirnames if not skip_dir.match(d)]
         for name in dirnames + filenames:
