@@ -258,7 +258,11 @@ def controller_line(runs, text, now):
     """One line saying who follows ``runs`` (list of ids; None: the runs the heartbeat names) now, from the
     heartbeat's text (see :func:`heartbeat_state`)."""
     beat = heartbeat_state(text, now)
-    ids = ", ".join(beat["runs"] if runs is None else runs) or "no run"
+    ids = ", ".join(beat["runs"] if runs is None else runs)
+    if beat["alive"] and not ids:
+        return ("the job controller %s on %s (pid %s) is alive (its last pass %.0f s ago) and follows no run now"
+                % (beat["name"], beat["host"], beat["pid"], beat["age_s"]))
+    ids = ids or "no run"
     if beat["alive"]:
         return ("%s: followed by the job controller %s on %s (pid %s): it judges each attempt and continues the run "
                 "after a retryable failure, with nobody waiting. Watch: ansible-playbook collect.yml -e "

@@ -245,6 +245,9 @@ def test_the_heartbeat_says_whether_the_runs_are_supervised():
     beat = json.dumps({"name": "ctl", "host": "h1", "pid": 7, "at": now - 5, "poll_s": 10, "runs": ["a"]})
     assert "followed by the job controller ctl on h1 (pid 7)" in mvp_controller.controller_line(["a"], beat, now)
     assert mvp_controller.controller_line(None, beat, now).startswith("a: followed")
+    idle = json.dumps({"name": "ctl", "host": "h1", "pid": 7, "at": now - 2, "poll_s": 5, "runs": []})
+    assert mvp_controller.controller_line(None, idle, now) == (
+        "the job controller ctl on h1 (pid 7) is alive (its last pass 2 s ago) and follows no run now")
     stale = mvp_controller.controller_line(["a"], beat, now + 600)
     assert "NOT supervised now" in stale and "605 s ago" in stale
     healing = json.dumps({"name": "ctl", "at": now - 500, "poll_s": 10, "busy_until": now + 100})
