@@ -202,11 +202,9 @@ def _mtime(path):
 
 
 def _young(path, now=None):
-    """True while the folder ``path`` is younger than HANDOFF_GRACE_S (or cannot be read)."""
-    try:
-        return (now or time.time()) - os.stat(path).st_mtime < HANDOFF_GRACE_S
-    except OSError:
-        return False
+    """True while the folder ``path`` is younger than HANDOFF_GRACE_S (False when it cannot be read)."""
+    made = _mtime(path)
+    return bool(made) and (now or time.time()) - made < HANDOFF_GRACE_S
 
 
 def runner_env(config, python=None):
@@ -534,10 +532,8 @@ class Controller(object):
                 return True
         except ValueError:
             return True
-        decided = os.stat(attempt_file(self.config, attempt, "restart")).st_mtime
-        if self.clock() - decided > float(self.config["heal_timeout_s"]):
-            return True
-        return False
+        decided = _mtime(attempt_file(self.config, attempt, "restart"))
+        return self.clock() - decided > float(self.config["heal_timeout_s"])
 
     def heal(self, attempt):
         """Run the cluster playbook until every worker is back (at most ``heal_timeout_s``); True when healed."""
