@@ -86,6 +86,9 @@ bench-controller: setup engine ## The job controller's memory and head requests 
 	ansible-playbook site.yml
 	python bench/controller.py --runs 20
 
+bench-request: setup ## The strict request reader against yaml.safe_load, and its refusals of hostile documents (bench/results/request_read.json)
+	python bench/request_read.py --repeat 100
+
 bench-mlflow: setup engine ## What MLflow tracking adds per training step: CPU SFT with and without it, alternating (bench/results/mlflow.json)
 	ansible-playbook site.yml
 	python bench/mlflow.py

@@ -11,7 +11,9 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import new_submission_id, submission_id_prefix
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_spec import JobSpecError, mvp_parse_jobspec
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import (
+    JobSpecError, check_bounds, check_request, mvp_parse_jobspec)
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_request_read import LIMITS
 
 
 class ActionModule(ActionBase):
@@ -27,28 +29,30 @@ class ActionModule(ActionBase):
         return self._templar.template(given) if given else {}
 
     def run(self, tmp=None, task_vars=None):
-        """Read the file, the play's variables and the extra vars; return the request."""
+        """Read the file strictly, the play's variables and the extra vars within bounds; check the request; return it."""
         result = super(ActionModule, self).run(tmp, task_vars)
         args = self._task.args
         keys = list(args.get("keys") or [])
         path = args.get("jobspec") or ""
         request, sources = {}, {}
-        if path:
-            try:
-                with open(path, encoding="utf-8") as handle:
-                    text = handle.read()
-            except OSError as exc:
-                raise AnsibleActionFail("jobspec %s cannot be read (%s). Fix: give an existing JobSpec file "
-                                        "with -e jobspec=FILE; nothing was written." % (path, exc.strerror))
-            try:
-                request.update(mvp_parse_jobspec(text, path))
-            except JobSpecError as exc:
-                raise AnsibleActionFail(str(exc))
-            sources.update((key, "jobspec") for key in request)
-        for source, given in (("play", self._play_vars(keys)),
-                              ("extra vars", {k: v for k, v in load_extra_vars(self._loader).items() if k in keys})):
-            request.update(given)
-            sources.update((key, source) for key in given)
+        try:
+            if path:
+                try:
+                    with open(path, "rb") as handle:  # one byte past the limit is enough to refuse
+                        data = handle.read(LIMITS["max_bytes"] + 1)
+                except OSError as exc:
+                    raise AnsibleActionFail("jobspec %s cannot be read (%s). Fix: give an existing JobSpec file "
+                                            "with -e jobspec=FILE; nothing was written." % (path, exc.strerror))
+                request.update(mvp_parse_jobspec(data, path))
+                sources.update((key, "jobspec") for key in request)
+            extra = {k: v for k, v in load_extra_vars(self._loader).items() if k in keys}
+            for key, value in extra.items():  # bounded before anything templates or copies them
+                check_bounds(value, "-e %s" % key)
+            for source, given in (("play", self._play_vars(keys)), ("extra vars", extra)):
+                request.update(given)
+                sources.update((key, source) for key in given)
+        except JobSpecError as exc:
+            raise AnsibleActionFail(str(exc))
         given_id = request.get("submission_id") or ""
         repeat, index = int(args.get("repeat") or 1), int(args.get("run_index") or 1)
         if given_id:
@@ -56,5 +60,10 @@ class ActionModule(ActionBase):
         else:
             request["submission_id"] = new_submission_id(submission_id_prefix(request.get("workload")))
             sources["submission_id"] = "generated"
+        if args.get("catalog") is not None:
+            try:
+                check_request(request, args["catalog"], args.get("defaults") or {})
+            except JobSpecError as exc:
+                raise AnsibleActionFail(str(exc))
         result.update(changed=False, request=request, given_id=str(given_id), sources=sources)
         return result

@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 """Jinja2 filters over the job spec builder (a thin adapter).
 
-The builder and every rule it applies live in ``plugins/module_utils/mvp_spec.py`` (the job
-contract's names in ``mvp_job.py``), where modules and tests import them; these filters only
+The builder lives in ``plugins/module_utils/mvp_spec.py``, the request's rules in ``mvp_request.py``,
+the refusals in ``mvp_refuse.py`` (the job contract's names in ``mvp_job.py``), where modules and tests
+import them; these filters only
 call them from the roles' tasks and turn the builder's ``JobSpecError`` into Ansible's
 ``AnsibleFilterError`` (same message: the field and the fix). Each filter is documented for
 ``ansible-doc -t filter`` in the YAML file of its name beside this one.
@@ -14,11 +15,11 @@ import functools
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.mvp.ray.plugins.module_utils import mvp_job, mvp_spec
+from ansible_collections.mvp.ray.plugins.module_utils import mvp_copies, mvp_job, mvp_refuse, mvp_request, mvp_spec
 # Re-exported for callers that import the filter module by file (tests, tests/reliability).
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_spec import (  # noqa: F401 pylint: disable=unused-import
-    HYDRA_SUBDIR, OWNED_ENV, REQUEST_KEYS, RUNTIME_ENV_REFUSED, SUBMISSION_ID_RE, JobSpecError, _owned_overrides,
-    hydra_value)
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import (  # noqa: F401 pylint: disable=unused-import
+    HYDRA_SUBDIR, OWNED_ENV, REQUEST_KEYS, RUNTIME_ENV_REFUSED, SUBMISSION_ID_RE, JobSpecError, _owned_overrides)
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_spec import hydra_value  # noqa: F401 pylint: disable=unused-import
 
 
 def _ansible_errors(function):
@@ -33,11 +34,11 @@ def _ansible_errors(function):
 
 
 mvp_job_spec = _ansible_errors(mvp_spec.mvp_job_spec)
-mvp_loggers = _ansible_errors(mvp_spec.mvp_loggers)
+mvp_loggers = _ansible_errors(mvp_request.mvp_loggers)
 mvp_submit_cmd = mvp_spec.mvp_submit_cmd
 mvp_driver_device_probe = _ansible_errors(mvp_spec.mvp_driver_device_probe)
 mvp_is_submission_id = mvp_spec.mvp_is_submission_id
-mvp_submit_problems = mvp_spec.mvp_submit_problems
+mvp_submit_problems = mvp_refuse.mvp_submit_problems
 mvp_job_dir = _ansible_errors(mvp_job.job_dir)
 mvp_jobs_dir = mvp_job.jobs_dir
 
@@ -56,9 +57,22 @@ def mvp_job_file(directory, name):
     return mvp_job.job_file(directory, name)
 
 
+def mvp_copied_files(name):
+    """The collection's files one copy installs on the nodes (``mvp_copies.copied_files``).
+
+    :param name: str, ``job_tools`` or ``node_entrypoint``.
+    :returns: list of str, paths relative to the collection's root.
+    :raises AnsibleFilterError: for another name, naming the ones there are.
+    """
+    try:
+        return mvp_copies.copied_files(name)
+    except KeyError as exc:
+        raise AnsibleFilterError("mvp_copied_files: %s" % exc.args[0]) from None
+
+
 class FilterModule(object):
     """Job spec filters: mvp_job_spec, mvp_submit_cmd, mvp_driver_device_probe, mvp_is_submission_id,
-    mvp_submit_problems, mvp_job_dir, mvp_jobs_dir, mvp_job_file."""
+    mvp_submit_problems, mvp_job_dir, mvp_jobs_dir, mvp_job_file, mvp_copied_files."""
 
     def filters(self):
         """Return the filter table."""
@@ -71,4 +85,5 @@ class FilterModule(object):
             "mvp_job_dir": mvp_job_dir,
             "mvp_jobs_dir": mvp_jobs_dir,
             "mvp_job_file": mvp_job_file,
+            "mvp_copied_files": mvp_copied_files,
         }

@@ -22,7 +22,7 @@ import random
 import re
 
 # Letters, digits, '.', '_', '-', starting with a letter or digit, at most 128 characters.
-SUBMISSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+SUBMISSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 # The same rule for every name that becomes a folder under the shared root (code_id, model names).
 NAME_RE = SUBMISSION_ID_RE
 # The folder of every job under the shared root.
@@ -68,7 +68,7 @@ def is_submission_id(value):
     :param value: any value.
     :returns: bool.
     """
-    return isinstance(value, str) and bool(SUBMISSION_ID_RE.match(value))
+    return isinstance(value, str) and bool(SUBMISSION_ID_RE.fullmatch(value))
 
 
 def new_submission_id(prefix, now=None, suffix=None):

@@ -11,7 +11,7 @@ Standard library only, one file for three places:
 
 * the job spec builder (``mvp_spec.mvp_job_spec``) computes the job's ``shape`` with
   :func:`job_shape` and passes it to the gate as ``--pool`` options (:func:`pool_options`);
-* the refusal before submission (``mvp_spec.mvp_submit_problems``) compares the shape with the
+* the refusal before submission (``mvp_refuse.mvp_submit_problems``) compares the shape with the
   ALIVE workers' totals (:func:`shape_problem`);
 * the gate in the job's entrypoint (``mvp_gate.py`` on the driver's worker; ``job_tools`` installs
   a copy beside it) plans the queue of every active job with :func:`plan` and starts the trainer

@@ -19,7 +19,7 @@ with the same names and arguments, so the rest of module_utils.mvp_ray is unchan
   Rows come back as dicts with the fields of Ray's NodeState, ActorState, PlacementGroupState.
 
 What Ray's Python client does beyond the HTTP call and these clients do not: uploading a local
-``working_dir``/``py_modules`` (the job spec refuses those keys, module_utils.mvp_spec) and a
+``working_dir``/``py_modules`` (the job spec refuses those keys, module_utils.mvp_request) and a
 version check for ``entrypoint_resources`` (every node runs the same Ray, checked by the preflight).
 Token authentication (``RAY_AUTH_MODE=token``) is the same header Ray's clients send,
 ``Authorization: Bearer <token>`` (module_utils.mvp_ray.auth_headers). Requests go through

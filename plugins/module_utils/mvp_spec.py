@@ -1,17 +1,16 @@
 # -*- coding: utf-8 -*-
-"""The job spec builder: a user's job request -> one validated job spec (and the head check's problems).
+"""The job spec builder: a checked request -> one job spec, with the head check's inputs.
 
 The job spec is the single source for everything ``submit_job`` writes and
 submits: ``config/job_spec.json``, ``config/runtime_env.json``,
-``config/submit_cmd.txt`` and the ``ray_job`` module's arguments.
+``config/submit_cmd.txt``, the ``ray_job`` module's arguments and, in ``check``, what the
+head looks at before submission (``mvp_submit_check.look``), judged by ``mvp_refuse``.
 
-Format of a request (docs/jobs.md, "Submitting jobs"): a dict with the keys in
-``REQUEST_KEYS``; ``workload`` names an entry of the workload catalog
-(``mvp_workloads`` in ``inventories/common/all/00-mvp-workloads.yml``).
-
+The request's own rules live in ``mvp_request`` (the ``ray_job_request`` action applies them
+first); the builder applies them again and adds the rules that need the merged overrides.
 All validation errors raise ``JobSpecError`` (a ValueError) with a message naming the
 field and the fix, before anything is written; the ``mvp_jobspec`` filters (a thin adapter)
-turn it into Ansible's ``JobSpecError``. Names of the job directory's files come from
+turn it into Ansible's ``AnsibleFilterError``. Names of the job directory's files come from
 ``mvp_job`` (the job contract).
 """
 
@@ -23,136 +22,33 @@ import re
 import shlex
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import (
-    FILES, SUBMISSION_ID_RE, is_submission_id, job_dir as make_job_dir, job_paths)
+    FILES, is_submission_id, job_dir as make_job_dir, job_paths)
 from ansible_collections.mvp.ray.plugins.module_utils import mvp_queue
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_copies import installed_names
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import (  # noqa: F401 pylint: disable=unused-import
+    HYDRA_SUBDIR, RELATIVE_RE, REQUEST_KEYS, JobSpecError, _as_list, _check_env, _check_identity,
+    _check_request_ray, _check_text, _fail, _is_positive, _kind, _max_restarts, _merge_overrides, mvp_loggers)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_retention import (
-    DEFAULT_KEEP, RetentionError, keep_setting, retention, room_problem)
+    DEFAULT_KEEP, RetentionError, keep_setting, retention)
 
 
-class JobSpecError(ValueError):
-    """A request the builder refuses; the message names the field and the fix."""
-
-
-REQUEST_KEYS = frozenset([
-    "submission_id", "workload", "shared_root", "code_id", "code_path", "reward_fn_path",
-    "model", "dataset", "ray", "trainer_overrides", "env_vars", "resume_from", "max_restarts",
-])
-RAY_KEYS = frozenset(["address", "entrypoint_resources", "entrypoint_num_cpus", "runtime_env"])
 # Job tools (mvp_entry.py, selftest.py) on the shared storage: <shared_root>/<tools_subdir>
 # (mvp_job_tools_subdir; this when the defaults name none).
 TOOLS_SUBDIR = "common/code/mvp_tools"
-# runtime_env keys a request may set (Ray's runtime_env reference, ray.runtime_env.RuntimeEnv).
-RUNTIME_ENV_KEYS = frozenset(["env_vars", "config", "worker_process_setup_hook", "nsight"])
-# runtime_env keys that would replace the code snapshot or the nodes' Python: refused, with the reason.
-RUNTIME_ENV_REFUSED = {
-    "working_dir": "would upload a folder as the job's code, shadowing the code snapshot",
-    "py_modules": "would put other modules before the code snapshot",
-    "excludes": "only applies to working_dir, which is refused",
-    "pip": "would install packages into a per-job virtualenv, changing the nodes' Python",
-    "uv": "would install packages into a per-job virtualenv, changing the nodes' Python",
-    "conda": "would run the job in another Python environment",
-    "container": "would run the job in another image",
-    "image_uri": "would run the job in another image",
-    "py_executable": "would run the job with another Python",
-    "java_jars": "would add Java code to the job",
-}
-# env_vars the builder or the cluster sets: name (or prefix ending in "*") -> request field to use instead.
-OWNED_ENV = {
-    "PYTHONPATH": "code_id (or code_path): the snapshot comes first on PYTHONPATH, then the job tools",
-    "MVP_SUBMISSION_ID": "submission_id",
-    "MVP_JOB_DIR": "submission_id (the job directory is <shared_root>/jobs/<submission_id>)",
-    "MVP_INTERNAL_TOKEN": "mvp_internal_token in the inventory (Vault): the token never goes into a job's files",
-    "VERL_FILE_LOGGER_PATH": "trainer_overrides trainer.logger with `file`: metrics go to <job_dir>/logs/metrics.jsonl",
-    "RAY_ADDRESS": "nothing: the driver connects to the cluster it was placed on",
-    "RAY_AUTH_*": "mvp_ray_auth_token in the inventory (Vault): the token never goes into a job's files",
-    "WANDB_API_KEY": "mvp_wandb_api_key in the inventory (Vault): the key never goes into a job's files",
-    "MLFLOW_TRACKING_URI": "mvp_mlflow_enabled and mvp_mlflow_port: jobs log to the head's tracking server",
-    "MLFLOW_RUN_ID": "nothing: the job's MLflow run is made (or, for a restart, continued) at submission",
-}
-# Hydra override keys: optional +, ++ or ~ prefix, then dotted names (verl's keys, `@` for packages).
-OVERRIDE_KEY_RE = re.compile(r"^(\+\+|\+|~)?[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-@/]+)*$")
-# Relative folder names under shared_root (dataset): no absolute path, no "..".
-RELATIVE_RE = re.compile(r"^(?!/)(?!.*(^|/)\.\.(/|$))[A-Za-z0-9._/-]+$")
+
+
 # verl's file logger writes one JSON object per step ({"step": N, "data": {...}}) to
 # $VERL_FILE_LOGGER_PATH (verl/utils/tracking.py FileLogger); the builder points it at the job's metrics file.
 METRICS_FILE = FILES["metrics"]
-# Hydra's own output (.hydra/config.yaml, the trainer's log): set by the builder to <job_dir>/<HYDRA_SUBDIR>
-# (without it Hydra writes to outputs/<date>/<time> under the driver's working directory, on the worker).
-HYDRA_SUBDIR = FILES["hydra"]
+
+
 # Override keys whose value is a path (by the last name of the key), and Hydra's own output keys:
 # a job reads and writes inside the shared storage only, and Hydra writes inside the job directory.
 PATH_KEY_SUFFIXES = ("_dir", "_path", "_file", "_files")
+
+
 HYDRA_PATH_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir", "hydra.output_subdir",
                    "hydra.runtime.output_dir")
-# Sizes that must be whole numbers >= 1 when given (verl would fail late, or train nothing, on 0 or less).
-POSITIVE_KEYS = (
-    "trainer.nnodes", "trainer.n_gpus_per_node", "trainer.total_epochs", "trainer.total_training_steps",
-    "data.train_batch_size", "data.micro_batch_size_per_gpu", "actor_rollout_ref.rollout.n",
-    "actor_rollout_ref.actor.ppo_mini_batch_size", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
-    "actor_rollout_ref.actor.ppo_epochs", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
-    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", "critic.ppo_mini_batch_size",
-    "critic.ppo_micro_batch_size_per_gpu", "critic.ppo_epochs",
-)
-# Of these, the ones that may be null (verl then derives them or takes the other spelling).
-NULLABLE_KEYS = frozenset([
-    "trainer.total_training_steps", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
-    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", "critic.ppo_micro_batch_size_per_gpu",
-    "critic.ppo_mini_batch_size",
-])
-# verl's group-relative advantage estimators (verl.trainer.ppo.core_algos.AdvantageEstimator): they compare
-# the responses of one prompt, so actor_rollout_ref.rollout.n must be 2 or more.
-GROUP_ESTIMATORS = frozenset(["grpo", "grpo_passk", "grpo_vectorized", "rloo", "rloo_vectorized", "opo", "gdpo"])
-
-
-def _as_list(value):
-    """Return a value that may be None, one string or a list as a list of str.
-
-    Used for catalog keys (``model_key``) and verl's ``trainer.logger`` (Hydra
-    accepts a single string there too).
-    """
-    if not value:
-        return []
-    return [value] if isinstance(value, str) else [str(v) for v in value]
-
-
-def mvp_loggers(value, field="trainer_overrides.trainer.logger"):
-    """Normalise verl's ``trainer.logger`` in any spelling to one list of logger names.
-
-    verl reads ``trainer.logger`` as a list, or wraps one string (verl/utils/tracking.py
-    ``Tracking``); users also write Hydra's list syntax as text (``"[console,wandb]"``, from
-    ``-e`` or a shell habit), which Hydra would then pass as one quoted string.
-
-    :param value: None, a str (``console``, ``console,file``, ``[console, 'wandb']``) or a list of str.
-    :param field: str, the field named in messages.
-    :returns: list of str (no empty names, order kept, duplicates dropped), or None for None.
-    :raises JobSpecError: for a mapping, a number, or a list item that is not a name.
-    """
-    if value is None:
-        return None
-    if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("[") and text.endswith("]"):
-            text = text[1:-1]
-        items = text.split(",")
-    elif isinstance(value, (list, tuple)):
-        items = list(value)
-    else:
-        _fail(field, "is a %s, not a list of logger names" % _kind(value), "give for example [console, file]")
-    names = []
-    for item in items:
-        if not isinstance(item, str):
-            _fail(field, "%r is not a logger name" % (item,), "give names such as console, file, wandb")
-        name = item.strip().strip("'\"").strip()
-        if name and name not in names:
-            names.append(name)
-    if not names:
-        _fail(field, "names no logger", "give at least one, e.g. [console, file]")
-    return names
-
-
-def _fail(field, problem, fix):
-    raise JobSpecError("job spec field '%s': %s. Fix: %s" % (field, problem, fix))
 
 
 def hydra_value(value):
@@ -340,164 +236,6 @@ def _retention(entry, overrides, merged, defaults, notes):
         _fail(*exc.args)
 
 
-def _kind(value):
-    """Name a value's type for messages the way YAML users call it (Ansible wraps values in its own classes)."""
-    if value is None:
-        return "null"
-    for types, name in ((bool, "boolean"), ((int, float), "number"), (str, "text"), (dict, "mapping"),
-                        ((list, tuple), "list")):
-        if isinstance(value, types):
-            return name
-    return type(value).__name__
-
-
-def _is_positive(value):
-    """True for a finite int or float > 0 that is not a bool (NaN and infinity are not)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
-
-
-def _owned_env(name):
-    """Return the request field to use instead when ``name`` is an env var the builder owns, else None."""
-    for owned, use in OWNED_ENV.items():
-        if name == owned or (owned.endswith("*") and name.startswith(owned[:-1])):
-            return use
-    return None
-
-
-def _check_env(env, field):
-    """Check a mapping of environment variables from a request or the inventory.
-
-    :param env: the value given (None allowed).
-    :param field: str, the request field for messages (``env_vars``).
-    :returns: dict str -> str (numbers and booleans as text: ``true``/``false``).
-    :raises JobSpecError: for a non-mapping, a name that is not an environment
-        variable name, a value that is a list or mapping, or a variable the project owns.
-    """
-    if env is None:
-        return {}
-    if not isinstance(env, dict):
-        _fail(field, "is a %s, not a mapping" % _kind(env), "give NAME: value pairs")
-    out = {}
-    for name, value in env.items():
-        if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
-            _fail(field, "%r is not an environment variable name" % (name,),
-                  "use letters, digits and '_', not starting with a digit")
-        use = _owned_env(name)
-        if use:
-            _fail("%s.%s" % (field, name), "is set by the project for every job", "drop it; use %s" % use)
-        if isinstance(value, (dict, list)) or value is None:
-            _fail("%s.%s" % (field, name), "is a %s, not a text" % _kind(value),
-                  "give a string, number or boolean (a list or mapping has no environment form)")
-        out[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
-    return out
-
-
-def _owned_overrides(entry):
-    """Trainer override keys the builder fills in for a catalog entry: key -> request field to use instead."""
-    owned = {"trainer.default_local_dir": "nothing: checkpoints go to <job_dir>/checkpoints"}
-    if entry.get("module"):
-        owned["hydra.run.dir"] = "nothing: Hydra's output goes to <job_dir>/%s" % HYDRA_SUBDIR
-    for key in entry.get("data_files") or {}:
-        owned[key] = "dataset (a folder under <shared_root>/datasets with the same file names)"
-    for key in _as_list(entry.get("model_key")):
-        owned[key] = "model (a folder under <shared_root>/common/models, or an absolute path)"
-    if entry.get("reward_fn_key"):
-        owned[entry["reward_fn_key"]] = "reward_fn_path"
-    if entry.get("resume"):
-        owned[entry["resume"]["path_key"]] = "resume_from (the submission id of the job to continue)"
-    return owned
-
-
-def _check_overrides(overrides, field, entry, workload):
-    """Check trainer overrides from a request or the inventory.
-
-    :param overrides: the value given (None allowed).
-    :param field: str, the field for messages (``trainer_overrides``).
-    :param entry: the workload's catalog entry.
-    :returns: dict (the overrides, unchanged).
-    :raises JobSpecError: for a non-mapping, a key that is not a Hydra override key,
-        overrides for a script workload, or a key the builder owns (naming the field to use).
-    """
-    if overrides is None:
-        return {}
-    if not isinstance(overrides, dict):
-        _fail(field, "is a %s, not a mapping" % _kind(overrides),
-              "give dotted keys, e.g. trainer.total_epochs: 1")
-    if overrides and not entry.get("module"):
-        _fail(field, "workload %s is a script of the project, not a verl trainer" % workload,
-              "drop trainer_overrides for %s" % workload)
-    owned = _owned_overrides(entry)
-    for key in overrides:
-        if not isinstance(key, str) or not OVERRIDE_KEY_RE.match(key):
-            _fail(field, "%r is not a Hydra override key" % (key,),
-                  "use dotted names such as trainer.total_epochs (+key adds one, ~key removes one)")
-        bare = key.lstrip("+~")
-        if bare in owned:
-            _fail("%s.%s" % (field, key), "is set by the job spec builder", "drop it; use %s" % owned[bare])
-    return overrides
-
-
-def _field_namer(site_overrides, user_overrides, workload):
-    """Return a function naming where an override key came from: the request's field, else the inventory's."""
-    def field_of(key):
-        for given in (user_overrides, site_overrides):
-            for name in given:
-                if name.lstrip("+~") == key:
-                    return ("trainer_overrides.%s" % name if given is user_overrides
-                            else "mvp_job_overrides.%s.trainer_overrides.%s" % (workload, name))
-        return "trainer_overrides.%s" % key
-    return field_of
-
-
-def _whole(value):
-    """``value`` as an int when it is a whole number (int, or text of digits with an optional sign), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and re.match(r"^[+-]?\d+$", value.strip()):
-        return int(value)
-    return None
-
-
-def _check_sizes(overrides, field_of):
-    """Refuse sizes, counts, steps and epochs that are not whole numbers >= 1 (POSITIVE_KEYS).
-
-    verl itself fails on them only after the model is loaded (``trainer.nnodes: 0`` dies in its
-    resource pool, verl.single_controller.ray.base.RayResourcePool) or trains nothing and
-    succeeds (``trainer.total_epochs: -1``: the fit loop ``range(total_epochs)`` is empty). A
-    group-relative advantage estimator (GROUP_ESTIMATORS) needs ``actor_rollout_ref.rollout.n``
-    >= 2: with one response per prompt verl's compute_grpo_outcome_advantage uses the raw score
-    and RLOO's leave-one-out baseline has nothing to leave out.
-
-    :param overrides: dict, the merged trainer overrides (catalog, inventory, request).
-    :param field_of: function key -> the field named in messages (see _field_namer).
-    :raises JobSpecError: naming the key and the fix. Values that are not numbers (text,
-        interpolations ``${...}``) are left to the head's type check (mvp_hydra.validate_overrides).
-    """
-    plain = {key.lstrip("+~"): value for key, value in overrides.items()}
-    for key in POSITIVE_KEYS:
-        if key not in plain:
-            continue
-        value = plain[key]
-        if value is None and key in NULLABLE_KEYS:
-            continue
-        number = _whole(value)
-        if number is None and not (isinstance(value, (int, float)) and not isinstance(value, bool)):
-            continue  # not a number at all: the head's type check names what the key expects
-        if number is None or number < 1:
-            _fail(field_of(key), "must be a whole number >= 1, got %r" % (value,),
-                  "set %s to 1 or more%s" % (key, " (or null to let verl derive it)" if key in NULLABLE_KEYS else ""))
-    estimator = plain.get("algorithm.adv_estimator")
-    rollouts = _whole(plain.get("actor_rollout_ref.rollout.n", 1))
-    if isinstance(estimator, str) and estimator in GROUP_ESTIMATORS and rollouts is not None and rollouts < 2:
-        _fail(field_of("actor_rollout_ref.rollout.n"),
-              "algorithm.adv_estimator=%s compares the responses to one prompt, but rollout.n is %d" % (estimator, rollouts),
-              "set actor_rollout_ref.rollout.n to 2 or more (verl's GRPO examples use 5), or use adv_estimator gae")
-
-
 def _is_path_key(key):
     """Whether an override key names a path: Hydra's output keys, or a last name ending in PATH_KEY_SUFFIXES."""
     bare = key.lstrip("+~")
@@ -569,66 +307,6 @@ def _dataset_columns(entry, overrides):
     return columns
 
 
-def _check_ray(ray, defaults):
-    """Check the request's ``ray`` block.
-
-    :param ray: the value given (None allowed).
-    :param defaults: builder defaults (``address``, ``worker_resource``).
-    :returns: dict with address, entrypoint_resources, entrypoint_num_cpus, runtime_env.
-    :raises JobSpecError: for unknown keys, another Jobs API address, resources
-        that are not positive numbers or do not ask for the worker resource, a
-        non-positive CPU count, or runtime_env keys that would shadow the code snapshot
-        or change the Python (Ray's runtime_env keys).
-    """
-    if ray is None:
-        ray = {}
-    if not isinstance(ray, dict):
-        _fail("ray", "is a %s, not a mapping" % _kind(ray),
-              "give keys among %s" % ", ".join(sorted(RAY_KEYS)))
-    bad = sorted(set(ray) - RAY_KEYS, key=str)
-    if bad:
-        _fail("ray.%s" % bad[0], "unknown key (known: %s)" % ", ".join(sorted(RAY_KEYS)), "remove or correct it")
-    address = defaults["address"]
-    given = ray.get("address")
-    if given is not None and (not isinstance(given, str) or given.rstrip("/") != address.rstrip("/")):
-        _fail("ray.address", "%r is not this cluster's Jobs API (%s)" % (given, address),
-              "drop ray.address; the port comes from mvp_ray_dashboard_port in the inventory")
-    resource = defaults["worker_resource"]
-    resources = ray.get("entrypoint_resources")
-    if resources is None:
-        resources = {resource: 1}
-    if not isinstance(resources, dict) or not resources:
-        _fail("ray.entrypoint_resources", "must be a non-empty mapping of resource name -> amount",
-              "give for example {%s: 1}" % resource)
-    for name, amount in resources.items():
-        if not isinstance(name, str) or not _is_positive(amount):
-            _fail("ray.entrypoint_resources", "%r: %r is not a resource name with a positive amount" % (name, amount),
-                  "give names with numbers > 0, e.g. {%s: 1}" % resource)
-    if resource not in resources:
-        _fail("ray.entrypoint_resources", "does not ask for %s, so the driver could land on the head" % resource,
-              "keep %s: 1 in it (the driver must run on a worker)" % resource)
-    num_cpus = ray.get("entrypoint_num_cpus")
-    num_cpus = 1 if num_cpus is None else num_cpus
-    if not _is_positive(num_cpus):
-        _fail("ray.entrypoint_num_cpus", "%r is not a positive number" % (num_cpus,), "give for example 1")
-    runtime_env = ray.get("runtime_env")
-    if runtime_env is None:
-        runtime_env = {}
-    if not isinstance(runtime_env, dict):
-        _fail("ray.runtime_env", "is a %s, not a mapping" % _kind(runtime_env), "give Ray runtime_env keys")
-    for key in sorted(runtime_env, key=str):
-        if key in RUNTIME_ENV_REFUSED:
-            _fail("ray.runtime_env.%s" % key, RUNTIME_ENV_REFUSED[key],
-                  "drop it; jobs run the code snapshot (code_id) with the nodes' Python (build the image for packages)")
-        if key not in RUNTIME_ENV_KEYS:
-            _fail("ray.runtime_env.%s" % key, "unknown or unsupported runtime_env key (allowed: %s)"
-                  % ", ".join(sorted(RUNTIME_ENV_KEYS)), "remove or correct it")
-    runtime_env = dict(runtime_env)
-    runtime_env["env_vars"] = _check_env(runtime_env.get("env_vars"), "ray.runtime_env.env_vars")
-    return {"address": address, "entrypoint_resources": resources, "entrypoint_num_cpus": num_cpus,
-            "runtime_env": runtime_env}
-
-
 def _watchdog(given):
     """The progress watchdog's limits from the inventory (``mvp_watchdog``), or None when it is off.
 
@@ -669,17 +347,6 @@ def _entry_options(entry, metrics, watchdog, defaults):
             limits = (watchdog["first_step_s"], watchdog["floor_s"], watchdog["factor"])
             options += ["--watchdog", "%g,%g,%g" % limits]
     return options
-
-
-def _check_text(request, key, pattern=None, hint=""):
-    """Return request[key] when it is None or a non-empty string (matching ``pattern``), else fail naming it."""
-    value = request.get(key)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str) or (pattern is not None and not pattern.match(value)):
-        _fail(key, "%r is not %s" % (value, "a text" if pattern is None else "valid"),
-              hint or "give a string")
-    return value
 
 
 def mvp_job_spec(request, catalog, defaults):
@@ -778,7 +445,7 @@ def mvp_job_spec(request, catalog, defaults):
     needs_gpus, gpus = _gpus(entry, overrides, explicit, notes)
     trainer = bool(entry.get("module"))
     max_restarts = _max_restarts(request, entry, workload, defaults)
-    return {
+    spec = {
         "submission_id": submission_id,
         "dataset_columns": _dataset_columns(entry, overrides) if data else {},
         "hydra_dir": posixpath.join(job_dir, HYDRA_SUBDIR) if trainer else None,
@@ -821,68 +488,104 @@ def mvp_job_spec(request, catalog, defaults):
         "mlflow": mlflow,
         "request": request,
     }
+    spec["check"] = head_check(spec, entry, defaults, merged["field_of"])
+    return spec
 
 
-def _max_restarts(request, entry, workload, defaults):
-    """How often a run may be continued automatically after a retryable failure (submit_job).
+def _confined(spec, field_of):
+    """Every path the job reads or writes, with the folder its resolved form must stay in (the head checks).
 
-    :returns: int >= 0: the request's ``max_restarts``, else ``defaults['max_restarts']``
-        (``mvp_max_restarts``), 0 for a workload that cannot resume (no catalog ``resume`` keys).
-    :raises JobSpecError: for a value that is not a whole number >= 0, or > 0 for such a workload.
+    The rules as written are the builder's (model under ``common/models``, reward under ``user/code``, every
+    ``*_dir``/``*_path``/``*_file(s)`` override under the shared root, Hydra's under the job directory); a link
+    can still lead elsewhere, so the head resolves each path (``os.path.realpath``) and compares it with the
+    resolved folder here. Models are links into ``hf/`` made by ``ray_model``, so a model must resolve inside
+    the shared root; the dataset inside ``datasets/``, the reward inside ``user/code``, the resume source
+    inside ``jobs/``.
+
+    :param spec: dict, the job spec being built.
+    :param field_of: function override key -> the field named in messages.
+    :returns: list of ``{field, path, root}`` (absolute paths; ``${...}`` interpolations left out).
     """
-    given = request.get("max_restarts")
-    value = defaults.get("max_restarts", 0) if given is None else given
-    if isinstance(value, bool) or not ((isinstance(value, int) and value >= 0)
-                                       or (isinstance(value, str) and value.isdigit())):
-        _fail("max_restarts" if given is not None else "mvp_max_restarts",
-              "%r is not a whole number >= 0" % (value,), "give 0 (never restart) or the restarts allowed, e.g. 2")
-    value = int(value)
-    if value and not (entry.get("module") and entry.get("resume")):
-        if given is not None:
-            _fail("max_restarts", "workload %s cannot continue from a checkpoint" % workload,
-                  "drop max_restarts (only workloads with `resume` keys in the catalog restart)")
-        return 0
-    return value
+    root, job_dir = spec["shared_root"], spec["job_dir"]
+    out = [{"field": "code_path", "path": spec["code_path"], "root": root}]
+    if spec.get("model_path"):
+        out.append({"field": "model", "path": spec["model_path"], "root": root})
+    if spec.get("reward_fn_path"):
+        out.append({"field": "reward_fn_path", "path": spec["reward_fn_path"],
+                    "root": posixpath.join(root, "user/code")})
+    for key, path in sorted((spec.get("data_files") or {}).items()):
+        out.append({"field": "dataset (%s)" % key, "path": path,
+                    "root": posixpath.join(root, "datasets") if spec.get("dataset") else root})
+    if spec.get("resume_from"):
+        out.append({"field": "resume_from", "path": spec["resume_from"]["path"], "root": posixpath.join(root, "jobs")})
+    known = set(item["path"] for item in out)
+    for key, value in sorted((spec.get("trainer_overrides") or {}).items()):
+        bare = key.lstrip("+~")
+        if key.startswith("~") or value is None or not _is_path_key(key):
+            continue
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            text = str(item)
+            if "${" in text or not posixpath.isabs(text) or posixpath.normpath(text) in known:
+                continue
+            known.add(posixpath.normpath(text))
+            out.append({"field": field_of(bare), "path": posixpath.normpath(text),
+                        "root": job_dir if bare.startswith("hydra.") else root})
+    return out
 
 
-def _check_identity(request, catalog, defaults):
-    """Check the request as a whole and the keys that place the job: workload, id, shared root, code.
+def _reward_check(spec, entry, python):
+    """The reward function the head imports before submission (mvp_reward_check), or None without one.
 
-    :returns: dict with workload, entry (its catalog entry), submission_id, shared_root (normalised)
-        and code_path (the snapshot, ``<shared_root>/common/code/verl/<code_id>`` unless given).
-    :raises JobSpecError: for a request that is not a mapping, an unknown key, an unknown workload,
-        a bad submission id, a relative shared root, or a code path outside it.
+    verl reads the function's name and extra keyword arguments beside the path (``<prefix>.name``, default
+    ``compute_score``; ``<prefix>.reward_kwargs``), where ``<prefix>`` is the catalog's ``reward_fn_key``
+    without its last name.
     """
-    if not isinstance(request, dict):
-        _fail("job spec", "is a %s, not a mapping" % _kind(request),
-              "give key: value pairs (a JobSpec YAML file or -e variables)")
-    unknown = sorted(set(request) - REQUEST_KEYS, key=str)
-    if unknown:
-        _fail(unknown[0], "unknown key (known: %s)" % ", ".join(sorted(REQUEST_KEYS)),
-              "remove or correct it")
-    workload = request.get("workload")
-    if not isinstance(workload, str) or workload not in catalog:
-        _fail("workload", "unknown workload %r" % (workload,),
-              "use one of %s (exactly as written)" % ", ".join(sorted(catalog)))
-    submission_id = request.get("submission_id")
-    if not is_submission_id(submission_id):
-        _fail("submission_id", "%r does not match %s" % (submission_id, SUBMISSION_ID_RE.pattern),
-              "use letters, digits, '.', '_' or '-', starting with a letter or digit; "
-              "no '/', no spaces, at most 128 characters")
-    shared_root = _check_text(request, "shared_root") or defaults["shared_root"]
-    if not posixpath.isabs(shared_root):
-        _fail("shared_root", "%r is not an absolute path" % shared_root, "use for example /private")
-    shared_root = posixpath.normpath(shared_root)
-    code_id = _check_text(request, "code_id", SUBMISSION_ID_RE,
-                          "give a snapshot name under <shared_root>/common/code/verl/ (letters, digits, '.', '_', '-')")
-    code_id = code_id or defaults["code_id"]
-    code_path = _check_text(request, "code_path") or posixpath.join(shared_root, "common/code/verl", code_id)
-    code_path = posixpath.normpath(code_path)
-    if not code_path.startswith(shared_root + "/"):
-        _fail("code_path", "%s is outside shared_root %s" % (code_path, shared_root),
-              "point it at a snapshot under %s/common/code/verl/" % shared_root)
-    return {"workload": workload, "entry": catalog[workload], "submission_id": submission_id,
-            "shared_root": shared_root, "code_path": code_path}
+    if not spec.get("reward_fn_path") or not entry.get("module"):
+        return None
+    prefix = (entry.get("reward_fn_key") or "custom_reward_function.path").rsplit(".", 1)[0]
+    plain = {key.lstrip("+~"): value for key, value in (spec.get("trainer_overrides") or {}).items()}
+    name = plain.get(prefix + ".name") or "compute_score"
+    kwargs = plain.get(prefix + ".reward_kwargs")
+    return {"python": python, "snapshot": spec["code_path"], "path": spec["reward_fn_path"], "name": str(name),
+            "name_key": prefix + ".name", "kwargs": kwargs if isinstance(kwargs, dict) else {}}
+
+
+def head_check(spec, entry, defaults, field_of=None):
+    """What the head looks at before the job is submitted (the ``ray_job`` module's ``check``), from the spec.
+
+    :param spec: dict, the job spec (mvp_job_spec's result without ``check``).
+    :param entry: dict, the workload's catalog entry.
+    :param defaults: dict, the builder's defaults (``python``: the nodes' Python; ``verl_checks``:
+        ``{enabled, timeout}`` of verl's own start-up checks, timeout in seconds).
+    :param field_of: function override key -> the field named in messages (default: ``trainer_overrides.<key>``).
+    :returns: dict with ``paths`` (name -> path that must exist: the snapshot's marker and package, the model,
+        the reward, every job tool of ``mvp_copies``, the data files), ``hydra`` (the trainer config and its
+        overrides, or None), ``datasets``, ``verl_checks``, ``room`` (each or None), ``resolved_config_file``,
+        ``confine`` (see :func:`_confined`) and ``reward`` (see :func:`_reward_check`).
+    """
+    field_of = field_of or (lambda key: "trainer_overrides.%s" % key)
+    code, tools = spec["code_path"], spec["tools_dir"]
+    paths = {"mvp_marker.py": code + "/mvp_marker.py", "verl/__init__.py": code + "/verl/__init__.py",
+             "model": spec.get("model_path"), "reward_fn_path": spec.get("reward_fn_path")}
+    paths.update(("job_tools/%s" % name, posixpath.join(tools, name)) for name in installed_names("job_tools"))
+    paths.update(spec.get("data_files") or {})
+    hydra = ({"config_dir": code + "/verl/trainer/config", "config_name": spec["hydra_config"],
+              "overrides": spec["hydra_overrides"]} if spec.get("hydra_config") else None)
+    verl = defaults.get("verl_checks") or {}
+    python = defaults.get("python") or "python"
+    return {
+        "paths": paths,
+        "hydra": hydra,
+        "datasets": ({"dir": spec["shared_root"] + "/datasets", "files": spec["data_files"]}
+                     if spec.get("dataset_columns") else None),
+        "verl_checks": ({"python": python, "snapshot": code, "timeout": int(verl.get("timeout") or 180)}
+                        if hydra and verl.get("enabled") else None),
+        "room": ({"model_path": spec["model_path"], "shared_root": spec["shared_root"]}
+                 if spec.get("checkpoints") and spec.get("model_path") else None),
+        "resolved_config_file": spec["paths"]["resolved_config"],
+        "confine": _confined(spec, field_of),
+        "reward": _reward_check(spec, entry, python),
+    }
 
 
 def _override_sources(overrides, entry, merged):
@@ -903,49 +606,6 @@ def _override_sources(overrides, entry, merged):
             source = "project"
         sources[key.lstrip("+~")] = source
     return sources
-
-
-def _check_request_ray(given_ray, defaults):
-    """The request's ``ray`` keys merged over the inventory's ``mvp_ray_base``, then checked (_check_ray)."""
-    base = defaults.get("ray_base") or {}
-    if not isinstance(base, dict):
-        _fail("mvp_ray_base", "is a %s, not a mapping" % _kind(base),
-              "give ray keys (%s) in the inventory or -e @jobspecs/ray-base.yaml" % ", ".join(sorted(RAY_KEYS)))
-    return _check_ray(dict(base, **given_ray) if isinstance(given_ray, dict) else (given_ray or dict(base)), defaults)
-
-
-def _merge_overrides(entry, workload, request, defaults):
-    """Merge the trainer overrides: the catalog's, then the inventory's (mvp_job_overrides), then the request's.
-
-    Checks each layer (_check_overrides), normalises the loggers, and refuses sizes below 1 and a
-    save_freq that is not a whole number >= 1.
-
-    :returns: dict with overrides (merged), site (the inventory's entry for the workload), user (the
-        request's overrides), explicit (set of keys the inventory or the request set) and field_of
-        (key -> the field to name in messages).
-    :raises JobSpecError: naming the field and the fix.
-    """
-    overrides = dict(entry.get("trainer_overrides") or {})
-    site = (defaults.get("site_overrides") or {}).get(workload) or {}
-    if not isinstance(site, dict) or set(site) - {"trainer_overrides", "env_vars", "reward_fn_path"}:
-        _fail("mvp_job_overrides.%s" % workload,
-              "must be a mapping with trainer_overrides, env_vars and/or reward_fn_path",
-              "fix the inventory setting mvp_job_overrides")
-    site_overrides = dict(_check_overrides(site.get("trainer_overrides"),
-                                           "mvp_job_overrides.%s.trainer_overrides" % workload, entry, workload))
-    overrides.update(site_overrides)
-    user_overrides = _check_overrides(request.get("trainer_overrides"), "trainer_overrides", entry, workload)
-    overrides.update(user_overrides)
-    field_of = _field_namer(site_overrides, user_overrides, workload)
-    if entry.get("module") and overrides.get("trainer.logger") is not None:
-        overrides["trainer.logger"] = mvp_loggers(overrides["trainer.logger"], field_of("trainer.logger"))
-    _check_sizes(overrides, field_of)
-    save_freq = overrides.get("trainer.save_freq", 1)
-    if not isinstance(save_freq, int) or isinstance(save_freq, bool) or save_freq < 1:
-        _fail("trainer_overrides.trainer.save_freq", "must be an integer >= 1, got %r" % (save_freq,),
-              "set trainer.save_freq to 1 or more")
-    return {"overrides": overrides, "site": site, "user": user_overrides, "site_overrides": site_overrides,
-            "explicit": set(site_overrides) | set(user_overrides), "field_of": field_of}
 
 
 def _data_files(entry, shared_root, dataset):
@@ -1114,7 +774,11 @@ def _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, m
 
 
 GATE_TOOL = mvp_queue.GATE_TOOL
+
+
 """The job tool that queues a job: its trainer starts when its shape fits and no earlier job waits."""
+
+
 # The queue's settings when the inventory gives none (mvp_queue_*: seconds between two looks, the
 # longest wait of any job, the longest wait while the ALIVE workers cannot hold the shape; 0: none).
 QUEUE_DEFAULTS = {"poll_s": 2.0, "max_wait_s": 0.0, "unfit_wait_s": 900.0}
@@ -1218,229 +882,12 @@ def _gpus(entry, overrides, explicit, notes):
     return True, shape[0] * shape[1]
 
 
-def mvp_parse_jobspec(text, path):
-    """Parse a JobSpec YAML document into a request dict.
-
-    :param text: str, the file's content.
-    :param path: str, the file's path (for messages).
-    :returns: dict (an empty file gives {}).
-    :raises JobSpecError: naming the file when it is not YAML or not a mapping.
-    """
-    import yaml
-
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise JobSpecError("jobspec %s is not valid YAML (%s). Fix the file; nothing was written."
-                           % (path, " ".join(str(exc).split())))
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise JobSpecError("jobspec %s holds a %s, not a mapping of job spec keys (%s)."
-                           % (path, type(data).__name__, ", ".join(sorted(REQUEST_KEYS))))
-    return data
-
-
 def mvp_is_submission_id(value):
     """True when ``value`` is a str matching SUBMISSION_ID_RE (the one submission id pattern).
 
     Also used for report ids and resume_from; a job directory is ``<shared_root>/jobs/<id>``.
     """
     return is_submission_id(value)
-
-
-def mvp_gpu_shape_problem(spec, workers):
-    """Say why the ALIVE workers can never hold the job's shape, or return "" when they can.
-
-    verl asks Ray for each resource pool as one STRICT_PACK placement group per node entry
-    (``trainer.nnodes`` groups of ``trainer.n_gpus_per_node`` bundles ``{CPU: k, GPU: 1}``, and the
-    reward or teacher pool when enabled): every group must fit ONE worker, not only the GPUs in
-    total (else some groups are placed, reserve their GPUs, and the rest stay PENDING forever,
-    holding the GPUs every later job needs; verl issues 2596 and 1182). The shape is the spec's
-    ``shape`` (mvp_queue.job_shape); CPU-device runs count the logical GPUs their bundles ask for
-    too, unless no worker advertises any GPU (the verl CPU platform then asks for CPUs only).
-
-    :param spec: dict from mvp_job_spec (``shape``, ``trainer_overrides``).
-    :param workers: list of ALIVE worker node dicts (``node_ip``, ``resources_total`` with ``GPU``
-        and ``CPU``), as the submitting call's look returns them in ``summary.alive_workers``.
-    :returns: str, empty when the shape fits or reserves nothing; else the message, naming the
-        shape, each worker's resources and the keys to change.
-    """
-    shape = spec.get("shape") or {}
-    if not shape.get("pools"):
-        return ""
-    totals = mvp_queue.worker_totals(workers)
-    cpu_device = str((spec.get("trainer_overrides") or {}).get("trainer.device", "")).lower() == "cpu"
-    if cpu_device and totals and not any(res["GPU"] for res in totals.values()):
-        return ""
-    return mvp_queue.shape_problem(shape, totals)
-
-
-def _verl_pools_problem(check, spec):
-    """Say why the ALIVE workers cannot hold the resource pools verl itself builds from the config ("" when they can).
-
-    The pools are the ones the snapshot's own code computed on the head (``verl_check.resource_pools``:
-    ``PPOTrainer._init_resource_pool_mgr``'s ``resource_pool_spec``, or the SFT trainer's ``RayResourcePool``):
-    pool name -> processes per node entry, one STRICT_PACK placement group of that many GPU bundles per
-    entry. The total is verl's own ``ResourcePoolManager._check_resource_available`` rule (its message);
-    each entry must also fit one worker. CPU-device runs on workers without GPUs ask Ray for CPUs only:
-    nothing to compare. Not repeated when the job's shape (``mvp_gpu_shape_problem``) already refused.
-
-    :param check: dict from ``mvp_submit_check.look`` (``verl_check``, ``summary.alive_workers``).
-    :param spec: dict from mvp_job_spec (``trainer_overrides``, ``module``, ``shape``).
-    :returns: str, the message naming verl's pools, the workers and the keys to change; or "".
-    """
-    pools = ((check.get("verl_check") or {}).get("resource_pools")) or {}
-    workers = (check.get("summary") or {}).get("alive_workers") or []
-    if not isinstance(pools, dict) or not pools or not workers:
-        return ""
-    totals = mvp_queue.worker_totals(workers)
-    cpu_device = str((spec.get("trainer_overrides") or {}).get("trainer.device", "")).lower() == "cpu"
-    if cpu_device and not any(res["GPU"] for res in totals.values()):
-        return ""
-    per_gpu = (mvp_queue.TRAINERS.get(spec.get("module") or "") or {}).get("cpus_per_gpu", 0)
-    entries = [(name, int(n)) for name, nodes in sorted(pools.items()) for n in nodes or [] if int(n) > 0]
-    wanted = sum(entry[1] for entry in entries)
-    available = sum(res["GPU"] for res in totals.values())
-    keys = "trainer.nnodes / trainer.n_gpus_per_node (and the reward or teacher pool's nnodes / n_gpus_per_node)"
-    if available < wanted:
-        return ("verl's resource pools %s (built by the snapshot's own code on the head) refuse this cluster: "
-                "ResourcePoolManager._check_resource_available: ValueError: Total available GPUs %g is less than "
-                "total desired GPUs %d. Fix: lower %s in trainer_overrides, or add workers (site.yml)."
-                % (json.dumps(pools, sort_keys=True), available, wanted, keys))
-    shape = {"pools": [{"name": name, "nodes": 1, "gpus_per_node": n, "cpus_per_node": n * per_gpu}
-                       for name, n in entries]}
-    shape.update(gpus=wanted, cpus=sum(p["cpus_per_node"] for p in shape["pools"]))
-    if mvp_queue.pack(shape, totals) is not None:
-        return ""
-    return ("verl's resource pools %s (built by the snapshot's own code on the head) can never be placed: each "
-            "entry is one STRICT_PACK placement group that must fit one worker, and the ALIVE workers have %s; "
-            "verl would reserve part of them and wait forever. Fix: lower %s in trainer_overrides so that each "
-            "entry fits one worker, or add workers (site.yml)."
-            % (json.dumps(pools, sort_keys=True), "; ".join("%s: %g GPU, %g CPU" % (node, res["GPU"], res["CPU"])
-                                                            for node, res in sorted(totals.items())), keys))
-
-
-def _dataset_problem(check, spec):
-    """Say which columns the job's data files lack and which prepared datasets have them ("" when all fit).
-
-    :param check: dict from ``mvp_submit_check.look`` (``dataset_columns``: override key -> columns or None;
-        ``prepared_datasets``: folder -> {file base name -> columns}).
-    :param spec: dict from mvp_job_spec (``dataset_columns``: column -> why, ``data_files``, ``dataset``).
-    """
-    needed = spec.get("dataset_columns") or {}
-    found = check.get("dataset_columns") or {}
-    lacking = {}
-    for key, path in sorted((spec.get("data_files") or {}).items()):
-        columns = found.get(key)
-        if columns is not None:
-            gaps = [column for column in needed if column not in columns]
-            if gaps:
-                lacking[path] = gaps
-    if not lacking:
-        return ""
-    fits = sorted(name for name, files in (check.get("prepared_datasets") or {}).items()
-                  if files and all(cols is not None and all(c in cols for c in needed) for cols in files.values()))
-    paths = sorted(lacking)
-    dataset = spec.get("dataset") or posixpath.basename(posixpath.dirname(paths[0]))
-    return ("dataset %s does not fit workload %s: %s. Fix: set dataset to one that has them (%s), or prepare the "
-            "data with those columns." % (
-                dataset, spec.get("workload"),
-                "; ".join("%s has no column %s" % (path, ", ".join(
-                    "%s (%s)" % (column, needed[column]) for column in lacking[path])) for path in paths),
-                "prepared datasets that fit: " + ", ".join(fits) if fits else
-                "no dataset under %s/datasets fits" % spec["shared_root"]))
-
-
-def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
-    """Return what stops a job from being submitted, from the head's look at it (list of str).
-
-    One message per problem, in this order, each naming the field or setting to change:
-    the code snapshot incomplete, trainer overrides Hydra refused, the model or reward
-    function missing, a dataset without the columns the workload reads (naming the prepared
-    datasets that have them), a dataset file missing, verl's own start-up checks (or the mirrored
-    trainer checks) refusing the composed config, no room on the shared storage for the checkpoints the
-    job keeps (mvp_retention.room_problem), the submission id taken (job directory or Ray
-    job), more GPUs than Ray reports or a per-node GPU shape no workers give (both only with
-    ``check_gpus`` and a GPU workload), else the resource pools verl's own code built on the head
-    (``verl_check.resource_pools``) that the ALIVE workers cannot hold (only with ``check_gpus``),
-    no ALIVE worker carrying the entrypoint resource.
-
-    :param check: dict returned by ``mvp_submit_check.look`` (ray_job's ``check``; ``missing`` path name ->
-        path, ``hydra_errors``, ``dataset_columns``, ``prepared_datasets``, ``verl_errors``, ``job_dir_exists``, ``existing_job``, ``summary`` with
-        ``total_gpus`` and ``alive_workers``, ``room`` with the model's ``params`` and ``files_bytes`` and
-        the shared storage's ``free_bytes``).
-    :param spec: dict from mvp_job_spec.
-    :param worker_resource: str, the custom resource every worker carries (mvp_ray_worker_resource).
-    :param check_gpus: bool, compare the GPUs asked with the cluster's (submit_job_check_gpus).
-    :returns: list of str; empty when the job can be submitted.
-    """
-    missing = check.get("missing") or {}
-    summary = check.get("summary") or {}
-    root = spec["shared_root"]
-    problems = []
-    tools = sorted(name for name in missing if name.startswith("job_tools/"))
-    if tools:
-        problems.append("the job tools %s are missing from %s. Install them with site.yml (the verl_snapshot "
-                        "role puts them there with the code snapshots)."
-                        % (", ".join(name.split("/", 1)[1] for name in tools), spec["tools_dir"]))
-    if "mvp_marker.py" in missing or "verl/__init__.py" in missing:
-        problems.append("code_path %s is not a code snapshot (needs mvp_marker.py and verl/__init__.py). Create it "
-                        "with site.yml (mvp_verl_snapshots) or pick an existing code_id under %s/common/code/verl/."
-                        % (spec["code_path"], root))
-    if check.get("hydra_errors"):
-        problems.append("trainer_overrides do not fit %s/verl/trainer/config/%s.yaml: %s. Fix: correct the key or "
-                        "value in trainer_overrides." % (spec["code_path"], spec.get("hydra_config"),
-                                                         "; ".join(check["hydra_errors"])))
-    if "model" in missing:
-        problems.append("model %s does not exist on the shared storage. Prepare the model with site.yml (models) "
-                        "or set model to a folder under %s/common/models." % (missing["model"], root))
-    if "reward_fn_path" in missing:
-        problems.append("reward_fn_path %s does not exist on the shared storage. Copy the reward function under "
-                        "%s/user/code/." % (missing["reward_fn_path"], root))
-    # A dataset of another kind lacks columns (and often a file name): the columns say more.
-    columns = _dataset_problem(check, spec)
-    if columns:
-        problems.append(columns)
-    for key, path in sorted((spec.get("data_files") or {}).items()):
-        if key in missing:
-            problems.append("dataset file %s (%s) does not exist. Prepare it with site.yml (prepare_data) or set "
-                            "`dataset` to a folder under %s/datasets/." % (path, key, root))
-    if check.get("verl_errors"):
-        problems.append("verl's own start-up checks (snapshot %s, run on the head before submission) refuse the "
-                        "config: %s. Fix: set the key verl names in trainer_overrides (the workload's defaults: "
-                        "mvp_workloads / mvp_job_overrides)." % (spec["code_path"], "; ".join(check["verl_errors"])))
-    room = room_problem(check.get("room"), spec.get("checkpoints"), spec.get("trainer_overrides") or {}, root)
-    if room:
-        problems.append(room)
-    taken = []
-    if check.get("job_dir_exists"):
-        taken.append("job directory %s exists" % spec["job_dir"])
-    if check.get("existing_job"):
-        taken.append("Ray has a job with that id, status %s" % check["existing_job"])
-    if taken:
-        problems.append("submission_id '%s' is taken (%s). Job directories are never reused: choose another "
-                        "submission_id or omit it to get a fresh one." % (spec["submission_id"], "; ".join(taken)))
-    if check_gpus and (spec.get("shape") or {}).get("pools"):
-        total = summary.get("total_gpus") or 0
-        if spec.get("needs_gpus") and spec.get("gpus_requested", 0) > total:
-            problems.append("trainer.nnodes * trainer.n_gpus_per_node = %s GPUs, but Ray reports %d. Lower "
-                            "trainer_overrides trainer.nnodes / trainer.n_gpus_per_node, or set "
-                            "submit_job_check_gpus=false to submit anyway."
-                            % (spec.get("gpus_requested"), int(total)))
-        elif summary.get("alive_workers"):
-            shape = mvp_gpu_shape_problem(spec, summary.get("alive_workers") or [])
-            if shape:
-                problems.append(shape)
-    shaped = problems and problems[-1].startswith(("trainer.nnodes * trainer.n_gpus_per_node", "the job's shape"))
-    if check_gpus and not shaped:
-        pools = _verl_pools_problem(check, spec)
-        if pools:
-            problems.append(pools)
-    if not summary.get("alive_workers"):
-        problems.append("No ALIVE node carries '%s', so the driver could never be placed. Run site.yml to start "
-                        "the workers." % worker_resource)
-    return problems
 
 
 def mvp_submit_cmd(spec):

@@ -3,7 +3,7 @@
 the paths that are missing, the job directory, a Ray job with the same id, the ALIVE nodes, the Hydra compose of the trainer overrides, the data files'
 parquet columns, verl's own start-up checks and the room for the checkpoints.
 
-:func:`look` returns the dict that ``mvp_spec.mvp_submit_problems`` judges.
+:func:`look` returns the dict that ``mvp_refuse.mvp_submit_problems`` judges.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 import time
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
@@ -33,6 +34,71 @@ CACHE_DIR = os.path.join(tempfile.gettempdir(), "mvp-verl-checks")
 def missing_paths(paths):
     """Return {name: path} for the non-empty paths of ``paths`` that do not exist."""
     return {name: path for name, path in sorted(paths.items()) if path and not os.path.lexists(str(path))}
+
+
+def _leaving_link(path, real_root):
+    """The first link on ``path`` whose target resolves outside ``real_root`` (else the first link): (link, target)."""
+    first, current = (None, None), ""
+    for part in [p for p in path.split("/") if p]:
+        current += "/" + part
+        if os.path.islink(current):
+            found = (current, os.readlink(current))
+            first = first if first[0] else found
+            resolved = os.path.realpath(current)
+            if resolved != real_root and not resolved.startswith(real_root.rstrip("/") + "/"):
+                return found
+    return first
+
+
+def escaped_paths(confine):
+    """The paths whose resolved form (``os.path.realpath``: every link followed) leaves the folder they must stay in.
+
+    :param confine: list of ``{field, path, root}`` (the spec's ``check.confine``, module_utils mvp_spec), absolute
+        paths; a path that does not exist yet is resolved as far as it exists.
+    :returns: list of ``{field, path, root, resolved, link, target}``: ``link`` is the link on the path that leads
+        out (its ``target`` as written in it), None when the root itself was reached another way.
+    """
+    out = []
+    for item in confine or []:
+        path, root = str(item.get("path") or ""), str(item.get("root") or "")
+        if not os.path.isabs(path) or not os.path.isabs(root):
+            continue
+        resolved, real_root = os.path.realpath(path), os.path.realpath(root)
+        if resolved == real_root or resolved.startswith(real_root.rstrip("/") + "/"):
+            continue
+        link, target = _leaving_link(path, real_root)
+        out.append(dict(item, resolved=resolved, link=link, target=target))
+    return out
+
+
+def start_reward_check(reward):
+    """Import the reward file in the nodes' Python while the rest is looked at (mvp_reward_check.check_reward).
+
+    :param reward: dict ``{python, snapshot, path, name, kwargs, timeout}`` (the spec's ``check.reward``) or None.
+    :returns: a handle for :func:`finish_reward_check`, or None.
+    """
+    if not reward or not os.path.isfile(str(reward.get("path") or "")):
+        return None  # a missing file is named by the paths that must exist
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_reward_check import check_reward
+
+    handle = {"problem": "", "start": time.time()}
+
+    def run():
+        handle["problem"] = check_reward(reward.get("python") or sys.executable, reward["snapshot"], reward["path"],
+                                         name=reward.get("name") or "compute_score",
+                                         reward_kwargs=reward.get("kwargs") or {},
+                                         timeout=int(reward.get("timeout") or 60))
+    handle["thread"] = threading.Thread(target=run, daemon=True)
+    handle["thread"].start()
+    return handle
+
+
+def finish_reward_check(handle):
+    """Wait for :func:`start_reward_check`; return (problem str, seconds) - ("", None) without a handle."""
+    if handle is None:
+        return "", None
+    handle["thread"].join()
+    return handle["problem"], round(time.time() - handle["start"], 2)
 
 
 def hydra_errors(hydra, composed_out=None):
@@ -163,9 +229,11 @@ def look(options, client, state, address):
     """Everything a submission is checked against, in one go (ray_job's ``check`` option).
 
     :param options: dict with ``submission_id``, ``job_dir``, ``paths`` (name -> path), ``resource``, and
-        optionally ``hydra``, ``datasets``, ``verl_checks``, ``room`` (see ray_job's ``check``).
+        optionally ``hydra``, ``datasets``, ``verl_checks``, ``room``, ``confine``, ``reward`` (see ray_job's
+        ``check``; the builder makes them: mvp_spec.head_check).
     :param client: mvp_ray_rest.JobsClient; state: mvp_ray_rest.StateClient; address: str, the dashboard URL.
-    :returns: dict with ``missing``, ``job_dir_exists``, ``hydra_errors``,
+    :returns: dict with ``missing``, ``escaped`` (:func:`escaped_paths`), ``reward_problem`` (str, '' when the
+        reward file imports and its function takes verl's arguments), ``reward_seconds``, ``job_dir_exists``, ``hydra_errors``,
         ``resolved_config``, ``dataset_columns``, ``prepared_datasets``, ``dataset_schema_skipped``, ``room``,
         ``summary``, ``existing_job``, ``verl_errors``, ``verl_check`` (``skipped``, ``seconds``, ``cached``,
         ``resource_pools``: the pools verl's own code built, compared with ``summary`` by mvp_submit_problems).
@@ -173,7 +241,9 @@ def look(options, client, state, address):
         hydra cannot be imported (``result``: what was found before).
     """
     composed = {}
+    reward = start_reward_check(options.get("reward"))
     result = dict(missing=missing_paths(options.get("paths") or {}),
+                  escaped=escaped_paths(options.get("confine")),
                   job_dir_exists=os.path.lexists(options["job_dir"]),
                   hydra_errors=hydra_errors(options.get("hydra"), composed))
     result["resolved_config"] = composed.get("yaml")
@@ -183,7 +253,9 @@ def look(options, client, state, address):
     verl = start_verl_check(hydra, options.get("verl_checks"), options["job_dir"], options["submission_id"])
     columns, prepared, skipped = dataset_columns(options.get("datasets"))
     result.update(dataset_columns=columns, prepared_datasets=prepared, dataset_schema_skipped=skipped)
-    result["room"] = storage_room(options.get("room"))
+    # A model that leads out of the shared storage is refused by name: its folder is not walked for its size.
+    model_out = any(item.get("field") == "model" for item in result["escaped"])
+    result["room"] = storage_room(None if model_out else options.get("room"))
     try:
         nodes = list_nodes(state, address, timeout=10)
     except Exception as exc:  # Ray raises several types for an unreachable dashboard
@@ -197,6 +269,7 @@ def look(options, client, state, address):
     result["existing_job"] = status_name(details.get("status")) if details is not None else None
     errors, report = finish_verl_check(verl, hydra)
     result.update(verl_errors=errors, verl_check=report)
+    result["reward_problem"], result["reward_seconds"] = finish_reward_check(reward)
     return result
 
 

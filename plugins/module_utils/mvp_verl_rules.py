@@ -22,7 +22,7 @@ after the model is loaded. Two layers bring them before submission:
    config, tokenizer, processor), the resource pools verl will ask Ray for
    (``PPOTrainer._init_resource_pool_mgr`` / the SFT trainer's ``RayResourcePool``;
    returned in ``resource_pools`` and compared with the ALIVE workers by
-   ``mvp_spec.mvp_submit_problems``), and the data files within a bound: the parquet
+   ``mvp_refuse.mvp_submit_problems``), and the data files within a bound: the parquet
    metadata (row count against the train dataloader's batch) and verl's own dataset
    class (``create_rl_dataset`` / ``create_sft_dataset``) on the first
    :data:`SAMPLE_ROWS` rows, item 0 built. verl's config classes import

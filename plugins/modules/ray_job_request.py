@@ -18,7 +18,12 @@ description:
   - Gives the request a fresh submission id (C(<workload>-<YYYYmmdd-HHMMSS>-<6 hex>), module_utils
     C(mvp_job.new_submission_id)) when none is given; the runs of a repeat given one id are numbered
     C(<id>-1) ... C(<id>-N).
-  - Fails, naming the file, when the JobSpec file is not YAML or not a mapping.
+  - Reads the JobSpec file strictly and within bounds (module_utils C(mvp_request_read)) - size, UTF-8, YAML,
+    a key given twice in one mapping, nesting depth, keys and scalars once aliases are resolved - and bounds every
+    C(-e) request key the same way before anything else looks at it; fails naming the file or key, the field
+    and the limit.
+  - With I(catalog), applies every rule of the request's own fields (module_utils C(mvp_request.check_request)),
+    a bad field fails here, before any task talks to the head.
 version_added: 0.1.0
 extends_documentation_fragment:
   - mvp.ray.attributes
@@ -41,6 +46,14 @@ options:
     description: Which run of the repeat this is (1-based).
     type: int
     default: 1
+  catalog:
+    description: The workload catalog (C(mvp_workloads)); when given, the request's fields are checked against it.
+    type: dict
+  defaults:
+    description: The job spec builder's defaults (shared root, code id, worker resource, the inventory's
+      C(mvp_job_overrides) as C(site_overrides), ...), used with I(catalog).
+    type: dict
+    default: {}
 author: MVP project (@mvp)
 """
 

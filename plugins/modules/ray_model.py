@@ -251,7 +251,7 @@ def main():
     )
     params = module.params
     name = params["name"]
-    if not NAME_RE.match(name):
+    if not NAME_RE.fullmatch(name):
         module.fail_json(msg="model name %r is invalid: use letters, digits, '.', '_' or '-'" % name)
     path = os.path.join(params["models_dir"], name)
     result = dict(path=path)

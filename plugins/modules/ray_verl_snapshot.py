@@ -194,7 +194,7 @@ def main():
     )
     params = module.params
     code_id = params["code_id"]
-    if not CODE_ID_RE.match(code_id):
+    if not CODE_ID_RE.fullmatch(code_id):
         module.fail_json(msg="code_id %r is invalid: use letters, digits, '.', '_' or '-' "
                              "(pattern %s), no '/'." % (code_id, CODE_ID_RE.pattern))
     target = os.path.join(params["dest_root"], code_id)

@@ -21,10 +21,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 from suite import differences as changed_files, head_state, listing as snapshot, print_table, skipped_row
 
 BUSY_PORT = 18265
+PEAK_WRAPPER = ("import resource, subprocess, sys\n"
+                "rc = subprocess.call(sys.argv[1:])\n"
+                "print('MVP_PEAK_KIB %d' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+                "sys.exit(rc)\n")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -36,6 +41,26 @@ def write(path, text):
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(text)
     return path
+
+
+def write_bytes(path, data):
+    """Write ``data`` (bytes) to ``path`` and return the path."""
+    with open(path, "wb") as handle:
+        handle.write(data)
+    return path
+
+
+# A 437-byte JobSpec whose aliases expand to 10 ** 7 strings under one trainer override (issue 50).
+BOMB = ("workload: sft\n"
+        "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+        "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+        "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+        "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+        "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
+        "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+        "trainer_overrides: {data.x_files: [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]}\n")
+# The play's peak memory a refusal may take (the largest process of its tree); the bomb took 4.3 GB before.
+PEAK_MIB_LIMIT = 1024
 
 
 def cases(tmp, existing_id):
@@ -95,7 +120,7 @@ def cases(tmp, existing_id):
         ("port already taken on the head", "site.yml", ["-e", "mvp_ray_dashboard_port=%d" % BUSY_PORT],
          "Port %d (mvp_ray_dashboard_port) is already taken on the head by python3 (pid" % BUSY_PORT),
         ("malformed JobSpec YAML", "submit.yml", ["-e", "jobspec=" + bad_yaml],
-         "jobspec %s is not valid YAML" % bad_yaml),
+         "jobspec %s: is not valid YAML" % bad_yaml),
         ("unknown JobSpec key", "submit.yml",
          ["-e", "jobspec=" + write(os.path.join(tmp, "typo.yaml"), "workload: selftest\nworklaod: x\n")],
          "field 'worklaod': unknown key"),
@@ -219,6 +244,39 @@ def cases(tmp, existing_id):
         ("no room for the checkpoints kept", "submit.yml",
          ["-e", "workload=sft"] + model + ["-e", "mvp_checkpoints_keep=1000000000000"],
          "no room on the shared storage for this job's checkpoints: one checkpoint is about"),
+        # Issue 50: the request read strictly and within bounds, before anything else looks at it (the time and the
+        # play's peak memory are in the table: the bomb took minutes and 4.3 GB before).
+        ("JobSpec whose aliases expand to 10^7 strings", "submit.yml",
+         ["-e", "jobspec=" + write(os.path.join(tmp, "bomb.yaml"), BOMB)],
+         "65536 scalars"),
+        ("JobSpec larger than the size limit", "submit.yml",
+         ["-e", "jobspec=" + write(os.path.join(tmp, "big.yaml"), "workload: selftest\n" + "#" * 300000 + "\n")],
+         "262144 bytes"),
+        ("JobSpec that is not UTF-8", "submit.yml", ["-e", "jobspec=" + write_bytes(
+            os.path.join(tmp, "latin1.yaml"), "workload: selftest\nmodel: caf\u00e9\n".encode("latin-1"))],
+         "is not UTF-8 text: byte offset 29 (line 2)"),
+        ("JobSpec key given twice", "submit.yml", ["-e", "jobspec=" + write(
+            os.path.join(tmp, "twice.yaml"), "workload: sft\nmodel: bad-input-model\nworkload: grpo\n")],
+         "key 'workload' is given twice in one mapping (line 1 and line 3)"),
+        ("-e file key given twice", "submit.yml", ["-e", "@" + write(
+            os.path.join(tmp, "twice-e.yml"), "workload: sft\nmodel: bad-input-model\nmodel: other\n")],
+         "Found duplicate mapping key 'model'"),
+        ("submission id with a trailing newline", "submit.yml", ["-e", "jobspec=" + write(
+            os.path.join(tmp, "newline.yaml"), 'workload: selftest\nsubmission_id: "heldout-newline\\n"\n')],
+         "field 'submission_id': 'heldout-newline\\n' does not match"),
+        ("reward file linked out of user/code", "submit.yml",
+         ["-e", "workload=grpo"] + model + ["-e", "reward_fn_path=/private/user/code/bad-input-link.py"],
+         "reward_fn_path /private/user/code/bad-input-link.py resolves to /private/common/bad-input-reward.py, "
+         "outside /private/user/code (/private/user/code/bad-input-link.py is a link to ../../common/bad-input-reward.py)"),
+        ("model linked out of the shared storage", "submit.yml", ["-e", "workload=sft", "-e", "model=bad-input-escape"],
+         "model /private/common/models/bad-input-escape resolves to /etc, outside /private"),
+        ("reward file with a syntax error", "submit.yml",
+         ["-e", "workload=grpo"] + model + ["-e", "reward_fn_path=/private/user/code/bad-input-syntax.py"],
+         "reward_fn_path /private/user/code/bad-input-syntax.py does not compile: SyntaxError: '(' was never closed at "
+         "line 2"),
+        ("reward file without compute_score", "submit.yml",
+         ["-e", "workload=grpo"] + model + ["-e", "reward_fn_path=/private/user/code/bad-input-no-fn.py"],
+         "has no function compute_score"),
         ("report without runs", "report.yml", [], "Name the runs: -e submission_ids=A,B"),
         ("report of an unknown job", "report.yml", ["-e", "submission_ids=no-such-job"],
          "no job directory for no-such-job under /private/jobs"),
@@ -267,6 +325,16 @@ def prepare(host_shared, head_container):
         for name in ("train.parquet", "test.parquet"):
             pq.write_table(pq.read_table(os.path.join(gsm8k, name)).slice(0, 2),
                            os.path.join(host_shared, "datasets/bad-input-few-rows", name))
+    # Reward files: one linked out of user/code (relative, so it resolves alike on the host and in the nodes), one
+    # with a syntax error on line 2, one without verl's function; and a model linked out of the shared storage.
+    os.makedirs(os.path.join(host_shared, "user/code"), exist_ok=True)
+    write(os.path.join(host_shared, "common/bad-input-reward.py"), "def compute_score(**kwargs):\n    return 0.0\n")
+    for link, target in (("user/code/bad-input-link.py", "../../common/bad-input-reward.py"),
+                         ("common/models/bad-input-escape", "/etc")):
+        if not os.path.islink(os.path.join(host_shared, link)):
+            os.symlink(target, os.path.join(host_shared, link))
+    write(os.path.join(host_shared, "user/code/bad-input-syntax.py"), "import math\ndef compute_score(\n")
+    write(os.path.join(host_shared, "user/code/bad-input-no-fn.py"), "def score(**kwargs):\n    return 0.0\n")
     broken = os.path.join(host_shared, "common/code/verl/bad-input-no-marker/verl")
     os.makedirs(broken, exist_ok=True)
     write(os.path.join(broken, "__init__.py"), "")
@@ -311,21 +379,31 @@ def run_case(args, case):
     # grows with every request; a refused job never reaches it (ray_job makes the run after the checks).
     before = snapshot(args.host_shared, skip_dir=MLFLOW_STORE)
     jobs_before = ray_job_ids(args.head_container, args.ray_python, args.address) if playbook == "submit.yml" else set()
-    proc = subprocess.run(["ansible-playbook"] + inventory + [os.path.join(ROOT, playbook)] + extra,
+    # The play runs under a small wrapper that prints the peak memory of its process tree (RUSAGE_CHILDREN:
+    # the largest descendant waited for) on its last line of stderr.
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", PEAK_WRAPPER, "ansible-playbook"] + inventory
+                          + [os.path.join(ROOT, playbook)] + extra,
                           capture_output=True, text=True, cwd=ROOT, check=False,
                           env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
+    seconds = time.monotonic() - start
+    stderr, _, peak = proc.stderr.rstrip("\n").rpartition("\n")
+    peak_mib = int(peak.split()[-1]) // 1024 if peak.startswith("MVP_PEAK_KIB") else -1
+    proc = subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout, stderr)
     changed = changed_files(before, snapshot(args.host_shared, skip_dir=MLFLOW_STORE))
     if playbook == "submit.yml":  # a refused submission leaves no Ray job either
         changed += ["ray job " + j for j in sorted(ray_job_ids(args.head_container, args.ray_python,
                                                                args.address) - jobs_before)]
     output = proc.stdout + proc.stderr
     found = " ".join(expected.split()) in " ".join(output.split())
-    ok = proc.returncode != 0 and found and not changed
+    ok = proc.returncode != 0 and found and not changed and 0 <= peak_mib <= PEAK_MIB_LIMIT
     observed = ("failed, message found" if proc.returncode and found else
                 "failed, message NOT found" if proc.returncode else "did NOT fail")
+    if peak_mib > PEAK_MIB_LIMIT or peak_mib < 0:
+        observed += ", peak memory %s MiB (limit %d)" % (peak_mib, PEAK_MIB_LIMIT)
     if not ok:
         print("--- %s: rc=%s changed=%s\n%s" % (name, proc.returncode, changed[:10], output[-3000:]), file=sys.stderr)
-    return (name, expected, observed, len(changed), "PASS" if ok else "FAIL")
+    return (name, expected, observed, len(changed), "%.1f" % seconds, peak_mib, "PASS" if ok else "FAIL")
 
 
 def main():
@@ -369,7 +447,8 @@ def main():
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             rows = list(pool.map(lambda case: run_case(args, case), todo)) + skipped
     failures = sum(row[-1] not in ("PASS", "SKIPPED") for row in rows)
-    return print_table(("case", "expected message", "observed", "files changed", "result"), rows,
+    rows = [row if len(row) == 7 else row[:4] + ("-", "-") + row[4:] for row in rows]
+    return print_table(("case", "expected message", "observed", "files changed", "seconds", "peak MiB", "result"), rows,
                        "bad inputs", failures, skipped=sum(row[-1] == "SKIPPED" for row in rows))
 
 if __name__ == "__main__":

@@ -9,16 +9,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.d
 KEYS = ["submission_id", "workload", "model", "dataset", "trainer_overrides", "env_vars"]
 
 
-def run_play(tmp_path, play_vars, extra_vars, jobspec=None, repeat=1, run_index=1, inventory_vars=None):
-    """Run one play that gathers a request; return the registered result (parsed from a JSON file it writes)."""
+def run_play(tmp_path, play_vars, extra_vars, jobspec=None, repeat=1, run_index=1, inventory_vars=None,
+             check=None, fails=False, config=False):
+    """Run one play that gathers a request; return the registered result (parsed from a JSON file it writes).
+
+    ``check``: the action's catalog and defaults; ``fails``: return the play's output, which must fail;
+    ``config``: run with the project's ansible.cfg.
+    """
     inventory = {"all": {"hosts": {"localhost": dict({"ansible_connection": "local",
                                                       "ansible_python_interpreter": sys.executable},
                                                      **(inventory_vars or {}))}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     out = tmp_path / "result.json"
+    if out.exists():
+        out.unlink()
     play = [{"name": "Test | Gather", "hosts": "localhost", "gather_facts": False, "vars": play_vars, "tasks": [
         {"name": "Test | Gather the request", "mvp.ray.ray_job_request": {
-            "keys": KEYS, "jobspec": str(jobspec or ""), "repeat": repeat, "run_index": run_index},
+            "keys": KEYS, "jobspec": str(jobspec or ""), "repeat": repeat, "run_index": run_index, **(check or {})},
          "register": "gathered"},
         {"name": "Test | Save it", "ansible.builtin.copy": {"content": "{{ gathered | to_json }}", "dest": str(out),
                                                              "mode": "0644"}}]}]
@@ -27,7 +34,12 @@ def run_play(tmp_path, play_vars, extra_vars, jobspec=None, repeat=1, run_index=
     for value in extra_vars:
         argv += ["-e", value]
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
+    if config:
+        env["ANSIBLE_CONFIG"] = os.path.join(ROOT, "ansible.cfg")
     done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
+    if fails:
+        assert done.returncode != 0 and not out.exists(), done.stdout[-2000:]
+        return done.stdout + done.stderr
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return yaml.safe_load(out.read_text())
 
@@ -51,3 +63,42 @@ def test_ids_generated_and_numbered_in_a_repeat(tmp_path):
     assert got["request"]["submission_id"].startswith("sft-") and len(got["request"]["submission_id"]) == len("sft-") + 22
     numbered = run_play(tmp_path, {}, ["workload=sft", "submission_id=grp"], repeat=3, run_index=2)
     assert numbered["request"]["submission_id"] == "grp-2" and numbered["given_id"] == "grp"
+
+
+BOMB = """workload: sft
+a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]
+trainer_overrides: {x.y: [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]}
+"""
+
+
+def test_a_jobspec_whose_aliases_expand_past_the_limit_is_refused_naming_the_limit(tmp_path):
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(BOMB)  # 10 ** 7 strings under trainer_overrides once the aliases are resolved
+    out = run_play(tmp_path, {}, [], jobspec=bomb, fails=True)
+    assert "jobspec %s" % bomb in out and "65536" in out and "nothing was written" in out
+
+
+def test_the_same_values_given_with_e_are_bounded_too_and_ansible_refuses_a_key_given_twice(tmp_path):
+    (tmp_path / "bomb.yml").write_text(BOMB.replace("workload: sft\n", ""))
+    out = run_play(tmp_path, {}, ["@%s" % (tmp_path / "bomb.yml")], fails=True)
+    assert "-e trainer_overrides" in out and "65536" in out
+    (tmp_path / "twice.yml").write_text("model: a\ndataset: d\nmodel: b\n")
+    out = run_play(tmp_path, {}, ["@%s" % (tmp_path / "twice.yml")], fails=True, config=True)
+    assert "model" in out and "twice.yml" in out
+
+
+def test_with_the_catalog_a_bad_field_fails_here_before_any_trip_to_the_head(tmp_path, catalog, spec_defaults):
+    check = {"catalog": {"sft": catalog["sft"]}, "defaults": spec_defaults}  # the others hold inventory templates
+    good = run_play(tmp_path, {}, ["workload=sft", "submission_id=ok-1"], check=check)
+    assert good["request"]["submission_id"] == "ok-1"
+    out = run_play(tmp_path, {}, ["workload=sft", "submission_id=x", "dataset=../etc"], check=check, fails=True)
+    assert "job spec field 'dataset'" in out
+    spec = tmp_path / "nl.yaml"
+    spec.write_text('workload: sft\nsubmission_id: "heldout-newline\\n"\n')
+    out = run_play(tmp_path, {}, [], jobspec=spec, check=check, fails=True)
+    assert "job spec field 'submission_id'" in out

@@ -181,15 +181,17 @@ def test_the_device_probe_names_the_snapshot_file_only_when_the_builder_would_se
 
 
 def test_jobspec_files_parse_or_fail_naming_the_file():
-    from mvp_spec import mvp_parse_jobspec  # the action ray_job_request reads JobSpec files with it
+    from mvp_request import mvp_parse_jobspec  # the action ray_job_request reads JobSpec files with it
 
     assert mvp_parse_jobspec("workload: grpo\ntrainer_overrides:\n  trainer.nnodes: 2\n", "g.yaml") == {
         "workload": "grpo", "trainer_overrides": {"trainer.nnodes": 2}}
     assert mvp_parse_jobspec("", "empty.yaml") == {}
-    with pytest.raises(Exception, match="jobspec bad.yaml is not valid YAML"):
+    with pytest.raises(Exception, match="jobspec bad.yaml: is not valid YAML .* at line 2, column 5"):
         mvp_parse_jobspec("workload: x\n  id: [oops\n", "bad.yaml")
-    with pytest.raises(Exception, match="jobspec list.yaml holds a list"):
+    with pytest.raises(Exception, match="jobspec list.yaml: holds a list at the top level"):
         mvp_parse_jobspec("- a\n- b\n", "list.yaml")
+    with pytest.raises(Exception, match="key 'workload' is given twice in one mapping \\(line 1 and line 3\\)"):
+        mvp_parse_jobspec(b"workload: sft\nmodel: m\nworkload: grpo\n", "twice.yaml")
 
 
 @pytest.mark.parametrize("workload", ["ppo", "grpo", "sft"])
@@ -479,3 +481,44 @@ def test_a_request_may_not_set_the_mlflow_variables_the_project_owns(name, catal
 
 def test_a_script_workload_is_not_tracked(catalog, spec_defaults):
     assert mvp_job_spec({"workload": "selftest", "submission_id": "j"}, catalog, _tracking(spec_defaults))["mlflow"] is None
+
+
+def test_the_builder_makes_the_head_checks_inputs(catalog, spec_defaults):
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_copies import COPIES
+
+    reward = "/private/user/code/rewards/gsm8k.py"
+    key = catalog["grpo"]["reward_fn_key"]
+    prefix = key.rsplit(".", 1)[0]
+    built = mvp_job_spec({"workload": "grpo", "submission_id": "j", "reward_fn_path": reward,
+                          "trainer_overrides": {prefix + ".name": "my_score",
+                                                prefix + ".reward_kwargs": {"scale": 2},
+                                                "+trainer.rollout_data_dir": "/private/outputs/j/rollouts"}},
+                         catalog, dict(spec_defaults, verl_checks={"enabled": True, "timeout": 77}))
+    check = built["check"]
+    tools = COPIES["job_tools"]["files"] + COPIES["job_tools"]["module_utils"]
+    assert sorted(n for n in check["paths"] if n.startswith("job_tools/")) == sorted("job_tools/" + t for t in tools)
+    assert check["paths"]["reward_fn_path"] == reward and check["paths"]["model"] == built["model_path"]
+    assert all(check["paths"][k] == v for k, v in built["data_files"].items())
+    assert check["hydra"] == {"config_dir": built["code_path"] + "/verl/trainer/config",
+                              "config_name": catalog["grpo"]["hydra_config"], "overrides": built["hydra_overrides"]}
+    assert check["verl_checks"] == {"python": spec_defaults["python"], "snapshot": built["code_path"], "timeout": 77}
+    assert check["reward"] == {"python": spec_defaults["python"], "snapshot": built["code_path"], "path": reward,
+                               "name": "my_score", "name_key": prefix + ".name", "kwargs": {"scale": 2}}
+    roots = {item["field"]: item["root"] for item in check["confine"]}
+    assert roots["reward_fn_path"] == "/private/user/code" and roots["model"] == "/private"
+    assert roots["code_path"] == "/private"
+    assert roots["trainer_overrides.+trainer.rollout_data_dir"] == "/private"  # named as the user wrote it
+    paths = [item["path"] for item in check["confine"]]
+    assert "/private/outputs/j/rollouts" in paths and len(paths) == len(set(paths))
+    # Without the reward, nothing to import; verl's checks off: none asked for.
+    plain = mvp_job_spec({"workload": "grpo", "submission_id": "j"}, catalog, spec_defaults)["check"]
+    assert plain["reward"] is None and plain["verl_checks"] is None
+
+
+def test_an_id_or_code_id_with_a_trailing_newline_is_refused():
+    from mvp_request import JobSpecError, _check_text
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import SUBMISSION_ID_RE, is_submission_id
+
+    assert is_submission_id("heldout-newline") and not is_submission_id("heldout-newline\n")
+    with pytest.raises(JobSpecError, match="code_id"):
+        _check_text({"code_id": "verl-0.9.1\n"}, "code_id", SUBMISSION_ID_RE)

@@ -232,7 +232,7 @@ def _workers(worker_resource, *gpus, cpus=96):
     (2, 2, (), False),
 ])
 def test_gpu_shape_needs_every_node_group_on_one_worker(nnodes, per_node, gpus, fits, build, worker_resource):
-    from mvp_spec import mvp_gpu_shape_problem
+    from mvp_refuse import mvp_gpu_shape_problem
     job = build(workload="ppo", trainer_overrides={"trainer.nnodes": nnodes, "trainer.n_gpus_per_node": per_node})
     assert [(p["nodes"], p["gpus_per_node"]) for p in job["shape"]["pools"]] == [(nnodes, per_node)]
     problem = mvp_gpu_shape_problem(job, _workers(worker_resource, *gpus))
@@ -247,7 +247,7 @@ def test_gpu_shape_needs_every_node_group_on_one_worker(nnodes, per_node, gpus, 
 
 def test_gpu_shape_counts_the_cpus_of_verls_bundles(build, worker_resource):
     """verl's PPO bundles ask {CPU: 3, GPU: 1} per process: 8 GPUs on a worker with 16 CPUs cannot hold one group."""
-    from mvp_spec import mvp_gpu_shape_problem
+    from mvp_refuse import mvp_gpu_shape_problem
     job = build(workload="ppo", trainer_overrides={"trainer.nnodes": 1, "trainer.n_gpus_per_node": 8})
     assert job["shape"]["pools"][0]["cpus_per_node"] == 8 * 3
     assert mvp_gpu_shape_problem(job, _workers(worker_resource, 8, cpus=16)) != ""
@@ -257,7 +257,7 @@ def test_gpu_shape_counts_the_cpus_of_verls_bundles(build, worker_resource):
 def test_cpu_device_runs_reserve_logical_gpus_too(build, worker_resource):
     """The selftest reserves nothing; a trainer told trainer.device=cpu still asks for the logical GPUs of its
     bundles (the verl CPU platform names GPU when workers advertise them), unless no worker has any."""
-    from mvp_spec import mvp_gpu_shape_problem
+    from mvp_refuse import mvp_gpu_shape_problem
     assert mvp_gpu_shape_problem(build(workload="selftest"), []) == ""
     assert build(workload="selftest")["shape"]["pools"] == []
     assert mvp_gpu_shape_problem(build(workload="sft"), []) != ""

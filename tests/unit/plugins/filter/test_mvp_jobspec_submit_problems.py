@@ -100,3 +100,16 @@ def test_the_tools_folder_follows_the_setting_and_the_request_shared_root(catalo
     assert spec["tools_dir"] == "/other/opt/tools"
     words = spec["entrypoint"].split()
     assert words[2] == "/other/opt/tools/mvp_entry.py" and "/other/opt/tools/selftest.py" in words
+
+
+def test_a_path_leading_out_through_a_link_and_a_bad_reward_file_are_refused_by_name(spec_of):
+    spec = spec_of()
+    look = dict(healthy(spec), escaped=[{
+        "field": "reward_fn_path", "path": "/private/user/code/r.py", "root": "/private/user/code",
+        "resolved": "/etc/r.py", "link": "/private/user/code/r.py", "target": "/etc/r.py"}],
+        reward_problem="reward_fn_path /private/user/code/r.py: SyntaxError at line 3. Nothing was written.")
+    problems = mvp_submit_problems(look, spec, "worker_node")
+    assert len(problems) == 2
+    assert problems[0].startswith("reward_fn_path /private/user/code/r.py resolves to /etc/r.py, outside "
+                                  "/private/user/code (/private/user/code/r.py is a link to /etc/r.py)")
+    assert problems[1] == look["reward_problem"]

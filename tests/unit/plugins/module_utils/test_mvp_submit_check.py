@@ -128,3 +128,50 @@ def test_room_counts_the_model_and_the_jobs_folders_free_bytes(fake_ray, tmp_pat
     missing = look(tmp_path, room=dict(room, model_path=str(tmp_path / "none")))["room"]
     assert missing["params"] is None and missing["free_bytes"] is not None
     assert look(tmp_path)["room"] is None
+
+
+def test_a_link_out_of_its_folder_is_named_with_where_it_leads_and_links_inside_are_fine(fake_ray, tmp_path):
+    root = tmp_path / "private"
+    (root / "user" / "code").mkdir(parents=True)
+    (root / "hf" / "tiny").mkdir(parents=True)
+    (root / "common" / "models").mkdir(parents=True)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "reward.py").write_text("def compute_score(**kw):\n    return 0.0\n")
+    (root / "user" / "code" / "reward.py").symlink_to(outside / "reward.py")
+    (root / "common" / "models" / "tiny").symlink_to(root / "hf" / "tiny")  # as ray_model links models
+    (root / "user" / "code" / "sub").symlink_to(outside)  # a folder link: what lies below it escapes too
+    confine = [
+        {"field": "reward_fn_path", "path": str(root / "user/code/reward.py"), "root": str(root / "user/code")},
+        {"field": "model", "path": str(root / "common/models/tiny"), "root": str(root)},
+        {"field": "trainer_overrides.x_file", "path": str(root / "user/code/sub/new.txt"), "root": str(root)},
+        {"field": "trainer_overrides.y_dir", "path": str(root / "jobs/job-1/not-yet"), "root": str(root)},
+    ]
+
+    escaped = look(tmp_path, confine=confine)["escaped"]
+
+    assert [item["field"] for item in escaped] == ["reward_fn_path", "trainer_overrides.x_file"]
+    assert escaped[0]["link"] == str(root / "user/code/reward.py")
+    assert escaped[0]["target"] == str(outside / "reward.py")
+    assert escaped[0]["resolved"] == str(outside / "reward.py")
+    assert escaped[1]["link"] == str(root / "user/code/sub") and escaped[1]["resolved"] == str(outside / "new.txt")
+
+
+def test_the_reward_file_is_imported_in_the_given_python_with_the_snapshot_first(fake_ray, tmp_path):
+    import sys
+    snapshot = tmp_path / "snap"
+    (snapshot / "verl").mkdir(parents=True)
+    (snapshot / "verl" / "__init__.py").write_text("MARK = 'snapshot'\n")
+    good = tmp_path / "good.py"
+    good.write_text("import verl\nassert verl.MARK == 'snapshot'\n\ndef compute_score(data_source, solution_str, "
+                    "ground_truth, extra_info=None):\n    return 1.0\n")
+    broken = tmp_path / "broken.py"
+    lines = ["import verl", "", "def compute_score(data_source, solution_str, ground_truth, extra_info=None)", ""]
+    broken.write_text("\n".join(lines))
+    reward = {"python": sys.executable, "snapshot": str(snapshot), "name": "compute_score", "kwargs": {}}
+
+    assert look(tmp_path, reward=dict(reward, path=str(good)))["reward_problem"] == ""
+    problem = look(tmp_path, reward=dict(reward, path=str(broken)))["reward_problem"]
+    assert "SyntaxError" in problem and "line %d" % (lines.index(lines[2]) + 1) in problem and str(broken) in problem
+    absent = look(tmp_path, reward=dict(reward, path=str(tmp_path / "absent.py")))
+    assert absent["reward_problem"] == "" and absent["reward_seconds"] is None  # named by the missing paths
