@@ -50,7 +50,8 @@ from ansible_collections.mvp.ray.plugins.module_utils import mvp_playbook_run, m
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES, is_submission_id
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    TERMINAL_STATUSES, auth_headers, list_nodes, list_placement_groups, stalled_message, stalled_placement_groups,
+    TERMINAL_STATUSES, auth_headers, bundle_shapes, list_nodes, list_placement_groups, schedulable_resources,
+    stalled_message, stalled_placement_groups,
     status_name)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_rest import (
     JobsClient, RayHttpError, RayUnreachable, StateClient)
@@ -434,12 +435,23 @@ class Controller(object):
         stalled = stalled_placement_groups(groups, job["job_id"], self.clock(), timeout, nodes,
                                            self.first_seen.setdefault(current, {}))
         if stalled:
-            self.stop_stalled(current, jobs_api, stalled_message(current, stalled, nodes, timeout))
+            # The verdict's cause and evidence: what the job asked Ray for, and what the ALIVE nodes offer.
+            self.stop_stalled(current, jobs_api, stalled_message(current, stalled, nodes, timeout), cause="infeasible",
+                              demand=[bundle_shapes(group) for group, _age in stalled],
+                              offers={n["node_ip"]: schedulable_resources(n["resources_total"])
+                                      for n in nodes if n["state"] == "ALIVE"})
 
-    def stop_stalled(self, current, jobs_api, why):
-        """Stop an attempt that cannot make progress, saying so in its ``logs/stopped_by.json`` first."""
-        note = {"by": "the job controller %s: %s" % (self.config["name"], why),
+    def stop_stalled(self, current, jobs_api, why, cause=None, demand=None, offers=None):
+        """Stop an attempt that cannot make progress, saying so in its ``logs/stopped_by.json`` first.
+
+        :param cause: str or None, the verdict's cause (``infeasible``: no ALIVE node offers ``demand``); None
+            leaves it ``stopped``.
+        :param demand: list of str, the placement groups' bundle shapes; offers: dict node IP -> resources.
+        """
+        note = {"by": "the job controller %s" % self.config["name"], "why": why, "cause": cause,
+                "demand": demand, "offers": offers,
                 "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock())), "status_before": "stalled"}
+        note = {key: value for key, value in note.items() if value is not None}
         path = attempt_file(self.config, current, "stopped_by")
         if not os.path.exists(path):
             write_text_atomic(path, json.dumps(note, indent=2, sort_keys=True) + "\n")

@@ -17,13 +17,13 @@ import time
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_debug_bundle import start_detached
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import SUBDIRS
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES, SUBDIRS
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_create import JobDirError, create_job_dir
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import (
     MlflowClient, MlflowHttpError, MlflowUnreachable, credentials_headers, job_run, ui_url)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     TERMINAL_STATUSES, JobModule, list_nodes, pending_message,
-    placement, status_name, summarize)
+    placement, schedulable_resources, status_name, summarize)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_refuse import mvp_submit_problems
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_submit_check import SubmitCheckError, look, verl_skipped_note
 
@@ -97,15 +97,32 @@ class RayJob(JobModule):
         return job
 
     def stop_pending(self, job):
-        """Stop a job PENDING past pending_timeout and fail naming what nobody offers."""
+        """Stop a job PENDING past pending_timeout and fail naming what nobody offers.
+
+        With I(job_dir), ``logs/stopped_by.json`` says so first, so the job's verdict (recorded by the job
+        controller once Ray reports it STOPPED) names the deadline: cause ``infeasible`` when no ALIVE node
+        offers the entrypoint's resources at all (the demand and the offers as evidence), else ``stopped``.
+        """
         nodes = list_nodes(self.state_api, self.params["address"])
-        self.client.stop_job(self.params["submission_id"])
         asked = dict(job, entrypoint_resources=self.params["entrypoint_resources"],
                      entrypoint_num_cpus=self.params["entrypoint_num_cpus"])
-        self.module.fail_json(msg=pending_message(
+        message = pending_message(
             asked, self.params["pending_timeout"], nodes,
-            "The job was stopped. Start workers carrying that resource (ray_worker role) or raise pending_timeout."),
-            job=job, changed=True)
+            "The job was stopped. Start workers carrying that resource (ray_worker role) or raise pending_timeout.")
+        if self.params["job_dir"]:
+            demand = dict(self.params["entrypoint_resources"] or {})
+            demand["CPU"] = demand.get("CPU", 0) + (self.params["entrypoint_num_cpus"] or 0)
+            offers = {n["node_ip"]: schedulable_resources(n["resources_total"]) for n in nodes if n["state"] == "ALIVE"}
+            fits = any(all(offer.get(name, 0) >= amount for name, amount in demand.items()) for offer in offers.values())
+            note = {"by": "submit.yml (ray_job pending_timeout %s s)" % self.params["pending_timeout"], "why": message,
+                    "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "status_before": "PENDING",
+                    "demand": [json.dumps(demand, sort_keys=True)], "offers": offers}
+            if not fits:
+                note["cause"] = "infeasible"
+            write_text_atomic(os.path.join(self.params["job_dir"]["path"], FILES["stopped_by"]),
+                              json.dumps(note, indent=2, sort_keys=True) + "\n")
+        self.client.stop_job(self.params["submission_id"])
+        self.module.fail_json(msg=message, job=job, changed=True)
 
     def stop_timed_out(self, job):
         """Fail: a stopped job is still not terminal after stop_timeout."""

@@ -25,7 +25,10 @@ alone), ``host_oom``, ``device_oom``,
 ``collective`` (NCCL/Gloo timeout or abort), ``hang`` (the watchdog), ``busy`` (the resources the
 queue admitted the job to were taken before verl reserved them: verl's resource check refused,
 naming the jobs that held them; the configuration is fine), ``queue_timeout`` (the job waited in the
-cluster's queue longer than allowed and never started), ``platform_unsupported`` (the node's
+cluster's queue longer than allowed and never started), ``infeasible`` (a deadline the project enforces stopped
+it because what it asks Ray for - a placement group, the entrypoint's resources - no ALIVE node offers: the
+``cause`` of ``logs/stopped_by.json``, with the demand and the nodes' offers as evidence; not restartable),
+``platform_unsupported`` (the node's
 platform layer cannot run it: no accelerator driver, a device the node lacks, a torch build or
 kernel or kernel package the image lacks; the layer and the missing piece are named, the
 configuration may be valid elsewhere), ``config_rejected``
@@ -50,7 +53,7 @@ except ImportError:  # the job tools' copy: verl_snapshot installs mvp_job.py be
     from mvp_job import FILES  # pylint: disable=import-error
 
 CAUSES = ("node_lost", "head_lost", "host_oom", "device_oom", "collective", "hang", "busy", "cluster_changed",
-          "queue_timeout", "platform_unsupported", "config_rejected", "user_code", "stopped", "short_training", "no_progress", "unknown")
+          "queue_timeout", "infeasible", "platform_unsupported", "config_rejected", "user_code", "stopped", "short_training", "no_progress", "unknown")
 # Causes a run may be restarted for (from its newest complete checkpoint): the cluster or the
 # machine failed, not the job's configuration or code (submit_job's max_restarts).
 RETRYABLE_CAUSES = ("node_lost", "head_lost", "host_oom", "collective", "hang", "busy", "cluster_changed")
@@ -434,8 +437,16 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
                         interrupted_by.get("by"), interrupted_by.get("at"), changes, trained),
                     [{"file": FILES["interrupted_by"], "text": json.dumps(interrupted_by, sort_keys=True)},
                      {"source": "ray job", "text": message or status}])
+    if status == "STOPPED" and (stopped_by or {}).get("cause") == "infeasible":
+        evidence = [{"file": FILES["stopped_by"], "text": json.dumps(
+            {key: stopped_by.get(key) for key in ("demand", "offers") if stopped_by.get(key) is not None},
+            sort_keys=True)}] + [{"source": "ray job", "text": message or "STOPPED"}]
+        return done("failed", "infeasible", "stopped by %s at %s after it %s: %s" % (
+            stopped_by.get("by"), stopped_by.get("at"), trained, stopped_by.get("why") or "no ALIVE node offers what "
+            "it asks for"), evidence)
     if status == "STOPPED" or (never_started and any(GATE_STOPPED_RE.match(t) for t in lines)):
-        who = ("by %s at %s" % (stopped_by.get("by"), stopped_by.get("at")) if stopped_by
+        who = ("by %s at %s%s" % (stopped_by.get("by"), stopped_by.get("at"),
+                                  " (%s)" % stopped_by["why"] if stopped_by.get("why") else "") if stopped_by
                else "(ray job stop or stop.yml)")
         evidence = ([{"file": FILES["stopped_by"], "text": json.dumps(stopped_by, sort_keys=True)}] if stopped_by
                     else []) + [{"source": "ray job", "text": message or "STOPPED"}]

@@ -79,7 +79,7 @@ job:
 verdict:
   description: >-
     The project's verdict - verdict (C(trained), C(succeeded), C(failed), C(running)), cause (C(node_lost),
-    C(head_lost), C(host_oom), C(device_oom), C(collective), C(hang), C(busy), C(cluster_changed), C(queue_timeout),
+    C(head_lost), C(host_oom), C(device_oom), C(collective), C(hang), C(busy), C(cluster_changed), C(queue_timeout), C(infeasible),
     C(config_rejected), C(platform_unsupported), C(user_code), C(stopped),
     C(short_training), C(no_progress), C(unknown)), summary (one line), evidence (list of {file, line, text} or
     {source, text}), steps ({logged, last, planned, resumed}); also written into the status file.

@@ -228,7 +228,24 @@ def test_an_attempt_pending_past_its_deadline_is_stopped_with_a_note(config, fak
     controller(config, Playbooks(config, fake_ray, {})).tick()
     assert fake_ray.called("stop_job") == [RUN]
     note = read(mvp_controller.attempt_file(config, RUN, "stopped_by"))
-    assert "PENDING longer than 600 s" in note["by"]
+    assert "PENDING longer than 600 s" in note["why"] and note["by"] == "the job controller ctl-test"
+    assert "cause" not in note  # a plain stop: Ray may only have been busy
+
+
+def test_a_placement_group_no_node_can_hold_is_stopped_at_its_deadline_as_infeasible(config, fake_ray):
+    first_attempt(config, fake_ray, "RUNNING")
+    bundle = {"CPU": 3.0, "cpu": 1.0}  # what verl 0.8.0 asks for on the CPU platform: no node has "cpu"
+    fake_ray.placement_groups = [{
+        "placement_group_id": "pg1", "name": "verl_pool", "creator_job_id": "01000000", "state": "PENDING",
+        "strategy": "STRICT_PACK", "bundles": [{"bundle_id": 0, "unit_resources": bundle}],
+        "stats": {"scheduling_state": "INFEASIBLE", "creation_request_received_ns": (time.time() - 600) * 1e9}}]
+    controller(config, Playbooks(config, fake_ray, {})).tick()
+    assert fake_ray.called("stop_job") == [RUN]
+    note = read(mvp_controller.attempt_file(config, RUN, "stopped_by"))
+    assert note["cause"] == "infeasible" and "placement-group deadline" in note["why"]
+    assert note["demand"] == ['1 x {"CPU": 3.0, "cpu": 1.0} (STRICT_PACK)']
+    alive = [n for n in fake_ray.nodes if n["state"] == "ALIVE"]
+    assert sorted(note["offers"]) == sorted(n["node_ip"] for n in alive)
 
 
 def test_only_runs_handed_over_are_followed(config, fake_ray):

@@ -321,6 +321,20 @@ def test_a_queued_job_is_running_not_started_then_stopped_or_timed_out_never_sta
     assert timed["cause"] == "queue_timeout" and why in timed["summary"] and "queue_timeout" not in mvp_verdict.RETRYABLE_CAUSES
 
 
+def test_a_job_stopped_at_a_deadline_nothing_could_meet_is_infeasible_with_the_demand_and_offers():
+    note = {"by": "the job controller c1", "at": "2026-11-27T15:00:00Z", "cause": "infeasible",
+            "why": "Ray job j asked for placement groups that stayed PENDING longer than 180 s",
+            "demand": ['1 x {"CPU": 3.0, "cpu": 1.0} (STRICT_PACK)'], "offers": {"10.0.0.2": {"CPU": 8.0}}}
+    record = mvp_verdict.classify("STOPPED", log_text=lines(PRECHECK), stopped_by=note)
+    assert (record["verdict"], record["cause"]) == ("failed", "infeasible")
+    assert note["why"] in record["summary"] and "by the job controller c1 at 2026-11-27T15:00:00Z" in record["summary"]
+    assert json.loads(record["evidence"][0]["text"]) == {"demand": note["demand"], "offers": note["offers"]}
+    assert "infeasible" in mvp_verdict.CAUSES and "infeasible" not in mvp_verdict.RETRYABLE_CAUSES
+    # A stop without that cause stays a stop, and says why.
+    plain = mvp_verdict.classify("STOPPED", log_text=lines(PRECHECK), stopped_by=dict(note, cause=None))
+    assert plain["cause"] == "stopped" and "(%s)" % note["why"] in plain["summary"]
+
+
 def test_judge_job_dir_takes_the_holders_the_entrypoint_recorded(tmp_path):
     (tmp_path / "logs").mkdir()
     (tmp_path / "config").mkdir()

@@ -82,6 +82,29 @@ def test_pending_past_the_deadline_is_stopped_and_the_failure_names_the_shape(
     assert result["job"]["status"] == "PENDING"
 
 
+def test_the_pending_deadline_leaves_its_cause_in_the_job_directory_for_the_verdict(
+        fake_ray, clock, run_module, cluster_nodes, tmp_path):
+    job_dir = tmp_path / "jobs" / "job-1"
+    job_dir.parent.mkdir()  # the jobs folder exists; the job directory is made by the call
+    resources = {"worker_node": 1, "gpu_node": 1}  # no node carries gpu_node: infeasible
+    result = run_module(main, args(entrypoint="python -u job.py", entrypoint_resources=resources,
+                                   entrypoint_num_cpus=1, wait="placed", pending_timeout=30, poll_interval=5,
+                                   job_dir={"path": str(job_dir), "files": {}}))
+    assert result["failed"]
+    note = json.loads((job_dir / "logs" / "stopped_by.json").read_text())
+    assert note["cause"] == "infeasible" and note["why"] == result["msg"]
+    assert json.loads(note["demand"][0]) == dict(resources, CPU=1.0)
+    alive = [n for n in cluster_nodes if n["state"] == "ALIVE"]
+    assert sorted(note["offers"]) == sorted(n["node_ip"] for n in alive)
+    # What a worker does offer (busy): the same deadline is a plain stop, not infeasible.
+    fake_ray.jobs.clear()
+    busy = tmp_path / "jobs" / "job-2"
+    result = run_module(main, args(submission_id="job-2", entrypoint="python -u job.py",
+                                   entrypoint_resources={"worker_node": 1}, entrypoint_num_cpus=1, wait="placed",
+                                   pending_timeout=30, poll_interval=5, job_dir={"path": str(busy), "files": {}}))
+    assert result["failed"] and "cause" not in json.loads((busy / "logs" / "stopped_by.json").read_text())
+
+
 def test_an_existing_id_is_reported_and_not_submitted_again(fake_ray, clock, run_module):
     fake_ray.add_job("job-1", "SUCCEEDED", entrypoint="python -u first.py")
 
