@@ -11,6 +11,7 @@ import json
 import posixpath
 
 from ansible_collections.mvp.ray.plugins.module_utils import mvp_queue
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_release import release_problem
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_retention import room_problem
 
 
@@ -136,7 +137,8 @@ def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
     """Return what stops a job from being submitted, from the head's look at it (list of str).
 
     One message per problem, in this order, each naming the field or setting to change:
-    the code snapshot incomplete, trainer overrides Hydra refused, the model or reward
+    the code snapshot incomplete, its verl release outside what the platform layer declares
+    (mvp_release.release_problem, unless the request accepts it), trainer overrides Hydra refused, the model or reward
     function missing, a path that leads through a link outside its folder (:func:`escape_problem`),
     the reward file that does not import or lacks its function (mvp_reward_check), a dataset without the columns the workload reads (naming the prepared
     datasets that have them), a dataset file missing, verl's own start-up checks (or the mirrored
@@ -169,6 +171,9 @@ def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
         problems.append("code_path %s is not a code snapshot (needs mvp_marker.py and verl/__init__.py). Create it "
                         "with site.yml (mvp_verl_snapshots) or pick an existing code_id under %s/common/code/verl/."
                         % (spec["code_path"], root))
+    release = release_problem(check.get("release"), spec.get("code_id"), bool(spec.get("accept_unsupported_release")))
+    if release:
+        problems.append(release)
     if check.get("hydra_errors"):
         problems.append("trainer_overrides do not fit %s/verl/trainer/config/%s.yaml: %s. Fix: correct the key or "
                         "value in trainer_overrides." % (spec["code_path"], spec.get("hydra_config"),

@@ -31,6 +31,7 @@ class JobSpecError(ValueError):
 REQUEST_KEYS = frozenset([
     "submission_id", "workload", "shared_root", "code_id", "code_path", "reward_fn_path",
     "model", "dataset", "ray", "trainer_overrides", "env_vars", "resume_from", "max_restarts",
+    "accept_unsupported_release",
 ])
 
 
@@ -517,6 +518,21 @@ def check_bounds(value, source):
         raise JobSpecError(str(exc))
 
 
+def accept_unsupported_release(request):
+    """The request's ``accept_unsupported_release``: submit a snapshot outside the platform layer's releases.
+
+    :returns: bool (absent: False).
+    :raises JobSpecError: for anything but true or false.
+    """
+    value = request.get("accept_unsupported_release")
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        _fail("accept_unsupported_release", "%r is not true or false" % (value,),
+              "give true to submit a snapshot the platform layer does not declare, else leave it out")
+    return value
+
+
 def check_request(request, catalog, defaults):
     """Apply every rule that needs only the request, the catalog and the builder's defaults.
 
@@ -541,6 +557,7 @@ def check_request(request, catalog, defaults):
         _fail("resume_from", "%r is not a submission id" % (earlier,),
               "give the submission_id of an earlier job of this workload (status.yml lists them)")
     _check_request_ray(request.get("ray"), defaults)
+    accept_unsupported_release(request)
     _merge_overrides(identity["entry"], identity["workload"], request, defaults)
     _check_env(request.get("env_vars"), "env_vars")
     _max_restarts(request, identity["entry"], identity["workload"], defaults)

@@ -27,7 +27,8 @@ from ansible_collections.mvp.ray.plugins.module_utils import mvp_queue
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_copies import installed_names
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import (  # noqa: F401 pylint: disable=unused-import
     HYDRA_SUBDIR, RELATIVE_RE, REQUEST_KEYS, JobSpecError, _as_list, _check_env, _check_identity,
-    _check_request_ray, _check_text, _fail, _is_positive, _kind, _max_restarts, _merge_overrides, mvp_loggers)
+    _check_request_ray, _check_text, _fail, _is_positive, _kind, _max_restarts, _merge_overrides,
+    accept_unsupported_release, mvp_loggers)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_retention import (
     DEFAULT_KEEP, RetentionError, keep_setting, retention)
 
@@ -487,6 +488,7 @@ def mvp_job_spec(request, catalog, defaults):
         "restart": defaults.get("restart") or None,
         "mlflow": mlflow,
         "request": request,
+        "accept_unsupported_release": accept_unsupported_release(request),
     }
     spec["check"] = head_check(spec, entry, defaults, merged["field_of"])
     return spec
@@ -561,7 +563,8 @@ def head_check(spec, entry, defaults, field_of=None):
     :returns: dict with ``paths`` (name -> path that must exist: the snapshot's marker and package, the model,
         the reward, every job tool of ``mvp_copies``, the data files), ``hydra`` (the trainer config and its
         overrides, or None), ``datasets``, ``verl_checks``, ``room`` (each or None), ``resolved_config_file``,
-        ``confine`` (see :func:`_confined`) and ``reward`` (see :func:`_reward_check`).
+        ``confine`` (see :func:`_confined`), ``reward`` (see :func:`_reward_check`) and ``release`` (the nodes'
+        Python and the snapshot, for a verl trainer: mvp_release).
     """
     field_of = field_of or (lambda key: "trainer_overrides.%s" % key)
     code, tools = spec["code_path"], spec["tools_dir"]
@@ -585,6 +588,8 @@ def head_check(spec, entry, defaults, field_of=None):
         "resolved_config_file": spec["paths"]["resolved_config"],
         "confine": _confined(spec, field_of),
         "reward": _reward_check(spec, entry, python),
+        # A verl trainer: the snapshot's verl release against what the nodes' platform layer declares.
+        "release": {"python": python, "snapshot": code} if entry.get("module") else None,
     }
 
 

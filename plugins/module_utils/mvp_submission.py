@@ -58,6 +58,10 @@ CHECK_OPTIONS = dict(
         path=dict(type="str", required=True),
         root=dict(type="str", required=True),
     )),
+    release=dict(type="dict", options=dict(
+        python=dict(type="str"),
+        snapshot=dict(type="path", required=True),
+    )),
     reward=dict(type="dict", options=dict(
         python=dict(type="str"),
         snapshot=dict(type="path", required=True),

@@ -270,7 +270,22 @@ def look(options, client, state, address):
     errors, report = finish_verl_check(verl, hydra)
     result.update(verl_errors=errors, verl_check=report)
     result["reward_problem"], result["reward_seconds"] = finish_reward_check(reward)
+    result["release"] = release_look(options.get("release"))
     return result
+
+
+def release_look(release):
+    """The snapshot's verl version and the platform layers the nodes' Python declares (module_utils mvp_release).
+
+    :param release: dict ``{python, snapshot}`` or None.
+    :returns: dict ``{version, platforms}`` or None.
+    """
+    if not release:
+        return None
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_release import platform_layers, snapshot_version
+
+    return {"version": snapshot_version(release["snapshot"]),
+            "platforms": platform_layers(release.get("python") or sys.executable)}
 
 
 def verl_skipped_note(check):

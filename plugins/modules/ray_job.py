@@ -223,6 +223,20 @@ options:
             description: The folder its resolved form must stay in.
             type: str
             required: true
+      release:
+        description:
+          - The code snapshot's verl release (its C(verl/version/version)) and the platform layers the nodes' Python
+            declares (entry point group C(mvp.platform), module_utils C(mvp_release)); a release outside a
+            declared range is a problem unless the spec accepts it (C(accept_unsupported_release)).
+        type: dict
+        suboptions:
+          python:
+            description: The nodes' Python (default the module's own).
+            type: str
+          snapshot:
+            description: The code snapshot.
+            type: path
+            required: true
       reward:
         description:
           - The reward file imported in the nodes' Python with the code snapshot first on the path, as verl's

@@ -277,6 +277,12 @@ def cases(tmp, existing_id):
         ("reward file without compute_score", "submit.yml",
          ["-e", "workload=grpo"] + model + ["-e", "reward_fn_path=/private/user/code/bad-input-no-fn.py"],
          "has no function compute_score"),
+        # Issue 51: a snapshot of a verl release the nodes' platform layer does not declare (the CPU plugin of the
+        # verl-cpu image runs >=0.9.0,<0.10); only where the head's Python has that plugin.
+        ("snapshot of a release the platform does not run", "submit.yml",
+         ["-e", "workload=sft"] + model + ["-e", "code_id=bad-input-old-release"],
+         "code_id bad-input-old-release is verl 0.8.0, outside the releases this cluster's platform layer runs",
+         "mvp_verl_cpu"),
         ("report without runs", "report.yml", [], "Name the runs: -e submission_ids=A,B"),
         ("report of an unknown job", "report.yml", ["-e", "submission_ids=no-such-job"],
          "no job directory for no-such-job under /private/jobs"),
@@ -335,6 +341,11 @@ def prepare(host_shared, head_container):
             os.symlink(target, os.path.join(host_shared, link))
     write(os.path.join(host_shared, "user/code/bad-input-syntax.py"), "import math\ndef compute_score(\n")
     write(os.path.join(host_shared, "user/code/bad-input-no-fn.py"), "def score(**kwargs):\n    return 0.0\n")
+    old = os.path.join(host_shared, "common/code/verl/bad-input-old-release")
+    os.makedirs(os.path.join(old, "verl/version"), exist_ok=True)
+    write(os.path.join(old, "mvp_marker.py"), 'MARKER = "bad-input-old-release"\n')
+    write(os.path.join(old, "verl/__init__.py"), "")
+    write(os.path.join(old, "verl/version/version"), "0.8.0\n")
     broken = os.path.join(host_shared, "common/code/verl/bad-input-no-marker/verl")
     os.makedirs(broken, exist_ok=True)
     write(os.path.join(broken, "__init__.py"), "")

@@ -27,8 +27,20 @@ Environment:
 
 import os
 
-__all__ = ["register"]
+__all__ = ["register", "PLATFORM", "VERL_RELEASES"]
 __version__ = "0.1.0"
+
+# The verl releases this platform layer runs (a version specifier, PEP 440 style). verl loads third-party
+# platform plugins (the ``verl.plugins`` entry points in verl/__init__.py, the registry of
+# verl/plugin/platform) since 0.9.0: verl 0.8.0 never loads this package and asks Ray for a resource named
+# ``cpu`` no node offers. 0.10 is not tried here yet.
+VERL_RELEASES = ">=0.9.0,<0.10"
+# What the project's submission check reads (entry point group ``mvp.platform``, module_utils mvp_release).
+PLATFORM = {
+    "layer": "mvp-verl-cpu %s (verl's CPU platform plugin, images/verl-cpu)" % __version__,
+    "verl": VERL_RELEASES,
+    "why": "verl loads third-party platform plugins since 0.9.0; 0.10 is not tried",
+}
 
 _REGISTERED = False
 
