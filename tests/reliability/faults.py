@@ -798,12 +798,13 @@ def run_cases(cases, cluster, only, suite, prepare=None):
         ok = not case.problems
         failures += not ok
         observed = "; ".join(case.notes + (["FAILED: " + " | ".join(case.problems)] if case.problems else []))
-        rows.append((name, expected, observed, "PASS" if ok else "FAIL"))
+        rows.append((name, expected, observed, "%.0f" % (time.time() - started), "PASS" if ok else "FAIL"))
         print("[%s] %s (%.0fs)" % ("PASS" if ok else "FAIL", name, time.time() - started), file=sys.stderr, flush=True)
         if not ok:
             for run in case.runs[-2:]:
                 print("--- %s: %s rc=%s\n%s" % (name, run.label, run.rc, run.output[-4000:]), file=sys.stderr)
-    return print_table(("case", "expected", "observed", "result"), rows, suite, failures)
+    # Each case's seconds in the table too: where a suite's minutes go shows in CI's output.
+    return print_table(("case", "expected", "observed", "seconds", "result"), rows, suite, failures)
 
 
 if __name__ == "__main__":
