@@ -82,18 +82,48 @@ stage_molecule() {
   return $rc
 }
 
-for stage in "${stages[@]}"; do
-  echo "=== stage: $stage ==="
-  start=$SECONDS
-  if "stage_$stage"; then
-    echo "=== stage $stage: passed in $((SECONDS - start)) s ==="
+record() {  # record <stage> <rc> <seconds>
+  if [ "$2" -eq 0 ]; then
+    echo "=== stage $1: passed in $3 s ==="
     passed=$((passed + 1))
   else
-    echo "=== stage $stage: FAILED after $((SECONDS - start)) s ==="
+    echo "=== stage $1: FAILED after $3 s ==="
     failed=$((failed + 1))
-    failed_names+=("$stage")
+    failed_names+=("$1")
   fi
+}
+
+# With other stages, unit (one pytest process) runs beside lint, sanity and syntax on the second core
+# (CI time); its output is printed, and its result counted, when it has ended - before molecule starts.
+unit_pid=""
+if [[ " ${stages[*]} " == *" unit "* ]] && [ ${#stages[@]} -gt 1 ]; then
+  unit_log=$(mktemp)
+  unit_start=$SECONDS
+  (stage_unit >"$unit_log" 2>&1) &
+  unit_pid=$!
+fi
+finish_unit() {
+  [ -n "$unit_pid" ] || return 0
+  local rc=0
+  wait "$unit_pid" || rc=$?
+  unit_pid=""
+  echo "=== stage: unit (ran beside the stages before) ==="
+  cat "$unit_log"; rm -f "$unit_log"
+  record unit $rc $((SECONDS - unit_start))
+}
+
+for stage in "${stages[@]}"; do
+  if [ "$stage" = unit ] && [ -n "$unit_pid" ]; then
+    continue
+  fi
+  [ "$stage" != molecule ] || finish_unit
+  echo "=== stage: $stage ==="
+  start=$SECONDS
+  rc=0
+  "stage_$stage" || rc=$?
+  record "$stage" $rc $((SECONDS - start))
 done
+finish_unit
 [ $failed -eq 0 ] || echo "failed stages: ${failed_names[*]}"
 echo "stages: $passed passed, $failed failed"
 [ $failed -eq 0 ]
