@@ -403,6 +403,10 @@ class Controller(object):
         status = status_name(job.get("status"))
         if status in TERMINAL_STATUSES:
             self.judge(state)
+        elif status == "PENDING" and os.path.exists(attempt_file(self.config, current, "stopped_by")):
+            # Stopped at a deadline while PENDING: Ray keeps a job whose driver it never placed PENDING after the
+            # stop (until its own start timeout fails it), so the stop note ends the attempt (ray_job_record).
+            self.judge(state)
         elif status == "PENDING":
             self.check_pending(current, job, jobs_api)
         elif status == "RUNNING":

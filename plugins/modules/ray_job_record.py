@@ -167,6 +167,12 @@ class RayJobRecord(JobModule):
             job = {"submission_id": self.params["submission_id"], "status": LOST_STATUS,
                    "message": "the Ray head that ran it was lost with its job table; the head that answers now "
                               "does not know it"}
+        stopped_by = read_json(job_file(job_dir, "stopped_by"))
+        if job is not None and status_name(job.get("status")) == "PENDING" and stopped_by:
+            # Stopped at a deadline while PENDING (logs/stopped_by.json): Ray keeps a job whose driver it never
+            # placed PENDING after the stop, until its own start timeout; the project's stop ended it.
+            job = dict(job, status="STOPPED", message="stopped by %s while PENDING (Ray still lists it PENDING: it "
+                                                      "never placed its driver)" % stopped_by.get("by"))
         result = {"changed": False, "job": job}
         if job is None:
             self.module.exit_json(**result)

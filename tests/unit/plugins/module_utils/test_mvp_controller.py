@@ -291,3 +291,13 @@ def test_a_configuration_without_a_required_key_names_it(tmp_path):
                                     "/private/jobs/a/logs/x.json") == "/srv/p/jobs/a/logs/x.json"
     with pytest.raises(ValueError):
         mvp_controller.host_path({"shared_root": "/private", "shared_dir": "/srv/p"}, "/etc/passwd")
+
+
+def test_an_attempt_stopped_while_pending_is_judged_though_ray_still_lists_it_pending(config, fake_ray):
+    # Ray keeps a job whose driver it never placed PENDING after a stop; the stop note ends the attempt.
+    first_attempt(config, fake_ray, "PENDING", max_restarts=0)
+    write(mvp_controller.attempt_file(config, RUN, "stopped_by"), {"by": "submit.yml", "cause": "infeasible"})
+    playbooks = Playbooks(config, fake_ray, {RUN: {"verdict": "failed", "cause": "infeasible", "summary": "s"}})
+    controller(config, playbooks).tick()
+    assert playbooks.names() == ["record.yml"]
+    assert read(mvp_controller.attempt_file(config, RUN, "supervisor"))
