@@ -56,6 +56,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_rest import (
     JobsClient, RayHttpError, RayUnreachable, StateClient)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_restart import decide
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import stopped_while_pending
 
 CONTROLLER_SUBDIR = "controller"
 """Folder under the shared storage with the controller's heartbeat (``heartbeat.json``)."""
@@ -403,9 +404,7 @@ class Controller(object):
         status = status_name(job.get("status"))
         if status in TERMINAL_STATUSES:
             self.judge(state)
-        elif status == "PENDING" and os.path.exists(attempt_file(self.config, current, "stopped_by")):
-            # Stopped at a deadline while PENDING: Ray keeps a job whose driver it never placed PENDING after the
-            # stop (until its own start timeout fails it), so the stop note ends the attempt (ray_job_record).
+        elif stopped_while_pending(status, read_json(attempt_file(self.config, current, "stopped_by"))):
             self.judge(state)
         elif status == "PENDING":
             self.check_pending(current, job, jobs_api)

@@ -22,7 +22,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_create import JobD
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import (
     MlflowClient, MlflowHttpError, MlflowUnreachable, credentials_headers, job_run, ui_url)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    TERMINAL_STATUSES, JobModule, list_nodes, pending_message,
+    TERMINAL_STATUSES, JobModule, list_nodes, never_fits_reason, pending_message,
     placement, schedulable_resources, status_name, summarize)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_refuse import mvp_submit_problems
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_submit_check import SubmitCheckError, look, verl_skipped_note
@@ -117,7 +117,8 @@ class RayJob(JobModule):
             demand = dict(self.params["entrypoint_resources"] or {})
             demand["CPU"] = demand.get("CPU", 0) + (self.params["entrypoint_num_cpus"] or 0)
             offers = {n["node_ip"]: schedulable_resources(n["resources_total"]) for n in nodes if n["state"] == "ALIVE"}
-            fits = any(all(offer.get(name, 0) >= amount for name, amount in demand.items()) for offer in offers.values())
+            # The entrypoint as one bundle: the rule the placement-group deadline uses (mvp_ray.never_fits_reason).
+            fits = never_fits_reason({"bundles": [{"unit_resources": demand}]}, nodes) is None
             note = {"by": "submit.yml (ray_job pending_timeout %s s)" % self.params["pending_timeout"], "why": message,
                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "status_before": "PENDING",
                     "demand": [json.dumps(demand, sort_keys=True)], "offers": offers}

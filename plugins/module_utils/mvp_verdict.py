@@ -57,6 +57,18 @@ CAUSES = ("node_lost", "head_lost", "host_oom", "device_oom", "collective", "han
 # Causes a run may be restarted for (from its newest complete checkpoint): the cluster or the
 # machine failed, not the job's configuration or code (submit_job's max_restarts).
 RETRYABLE_CAUSES = ("node_lost", "head_lost", "host_oom", "collective", "hang", "busy", "cluster_changed")
+def stopped_while_pending(status, stopped_by):
+    """Whether a job Ray still lists PENDING was ended by the project's stop (its ``logs/stopped_by.json``).
+
+    Ray keeps a job whose driver it never placed PENDING after a stop, until its own start timeout fails it;
+    the job controller judges such an attempt at once and ``ray_job_record`` records it STOPPED.
+
+    :param status: str, Ray's status; :param stopped_by: dict or None, the stop note.
+    :returns: bool.
+    """
+    return status == "PENDING" and bool(stopped_by)
+
+
 # The status a job gets when the Ray head that ran it was lost with its job table (Ray has no such
 # status: ray_job_record gives it to a job the new head does not know, lost_with_head).
 LOST_STATUS = "LOST"

@@ -108,7 +108,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import job_file
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import record_verdict
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import LOST_STATUS, judge_job_dir
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import (
+    LOST_STATUS, judge_job_dir, stopped_while_pending)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, list_job_actors, list_nodes, status_name)
 
@@ -168,9 +169,7 @@ class RayJobRecord(JobModule):
                    "message": "the Ray head that ran it was lost with its job table; the head that answers now "
                               "does not know it"}
         stopped_by = read_json(job_file(job_dir, "stopped_by"))
-        if job is not None and status_name(job.get("status")) == "PENDING" and stopped_by:
-            # Stopped at a deadline while PENDING (logs/stopped_by.json): Ray keeps a job whose driver it never
-            # placed PENDING after the stop, until its own start timeout; the project's stop ended it.
+        if job is not None and stopped_while_pending(status_name(job.get("status")), stopped_by):
             job = dict(job, status="STOPPED", message="stopped by %s while PENDING (Ray still lists it PENDING: it "
                                                       "never placed its driver)" % stopped_by.get("by"))
         result = {"changed": False, "job": job}
