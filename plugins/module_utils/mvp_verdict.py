@@ -57,6 +57,8 @@ CAUSES = ("node_lost", "head_lost", "host_oom", "device_oom", "collective", "han
 # Causes a run may be restarted for (from its newest complete checkpoint): the cluster or the
 # machine failed, not the job's configuration or code (submit_job's max_restarts).
 RETRYABLE_CAUSES = ("node_lost", "head_lost", "host_oom", "collective", "hang", "busy", "cluster_changed")
+
+
 def stopped_while_pending(status, stopped_by):
     """Whether a job Ray still lists PENDING was ended by the project's stop (its ``logs/stopped_by.json``).
 
