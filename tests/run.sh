@@ -66,11 +66,28 @@ stage_syntax() {
   fi
   return $rc
 }
+# The scenarios in this order: the light ones (no training, no timed fault bounds) first, so the static
+# stages can run beside them; then the fault table, local and train on a quiet machine. A scenario not
+# named here runs last.
+SCENARIOS=(image prod faults local train)
+LIGHT_SCENARIOS=" image prod "
+scenario_list() {
+  local s found
+  found=$(ls -d molecule/*/molecule.yml | cut -d/ -f2)
+  for s in "${SCENARIOS[@]}"; do
+    grep -qx "$s" <<<"$found" && echo "$s"
+  done
+  for s in $found; do
+    [[ " ${SCENARIOS[*]} " == *" $s "* ]] || echo "$s"
+  done
+}
 # Every scenario runs even when one fails, each timed, so CI says which one failed and
-# where the minutes go; the stage fails when any scenario failed.
+# where the minutes go; the stage fails when any scenario failed. Before the first scenario that is not
+# light, the stages running in the background are waited for and reported (finish_background).
 stage_molecule() {
   local rc=0 scenario start
-  for scenario in $(ls -d molecule/*/molecule.yml | cut -d/ -f2); do
+  for scenario in $(scenario_list); do
+    [[ "$LIGHT_SCENARIOS" == *" $scenario "* ]] || finish_background
     start=$SECONDS
     echo "--- molecule scenario: $scenario ---"
     if molecule test -s "$scenario"; then
@@ -93,37 +110,64 @@ record() {  # record <stage> <rc> <seconds>
   fi
 }
 
-# With other stages, unit (one pytest process) runs beside lint, sanity and syntax on the second core
-# (CI time); its output is printed, and its result counted, when it has ended - before molecule starts.
-unit_pid=""
-if [[ " ${stages[*]} " == *" unit "* ]] && [ ${#stages[@]} -gt 1 ]; then
-  unit_log=$(mktemp)
-  unit_start=$SECONDS
-  (stage_unit >"$unit_log" 2>&1) &
-  unit_pid=$!
+# With molecule among the stages (CI time), the other stages run in the background in two lines, one per
+# core: unit (one pytest process), and lint, sanity, syntax one after the other - beside the light
+# scenarios. Each stage's output is printed, and its result counted, when finish_background waits for
+# them (before the first scenario that is not light, or at the end). Without molecule, unit alone runs
+# beside the others, as before.
+bg_dir=""
+bg_pids=()
+in_stages() { [[ " ${stages[*]} " == *" $1 "* ]]; }
+run_logged() {  # run_logged <stage>...: each stage's output, rc and seconds into $bg_dir/<stage>.{log,rc,s}
+  local stage start rc
+  for stage in "$@"; do
+    start=$SECONDS
+    rc=0
+    "stage_$stage" >"$bg_dir/$stage.log" 2>&1 || rc=$?
+    echo "$rc" >"$bg_dir/$stage.rc"
+    echo "$((SECONDS - start))" >"$bg_dir/$stage.s"
+  done
+}
+background=()
+if in_stages unit && [ ${#stages[@]} -gt 1 ]; then
+  bg_dir=$(mktemp -d)
+  if in_stages molecule; then
+    for stage in lint sanity syntax; do
+      in_stages "$stage" && background+=("$stage")
+    done
+  fi
+  (run_logged unit) &
+  bg_pids+=($!)
+  if [ ${#background[@]} -gt 0 ]; then
+    (run_logged "${background[@]}") &
+    bg_pids+=($!)
+  fi
+  background=(unit "${background[@]}")
 fi
-finish_unit() {
-  [ -n "$unit_pid" ] || return 0
-  local rc=0
-  wait "$unit_pid" || rc=$?
-  unit_pid=""
-  echo "=== stage: unit (ran beside the stages before) ==="
-  cat "$unit_log"; rm -f "$unit_log"
-  record unit $rc $((SECONDS - unit_start))
+finish_background() {
+  [ ${#bg_pids[@]} -gt 0 ] || return 0
+  local pid stage
+  for pid in "${bg_pids[@]}"; do
+    wait "$pid" || true
+  done
+  bg_pids=()
+  for stage in "${background[@]}"; do
+    echo "=== stage: $stage (ran in the background) ==="
+    cat "$bg_dir/$stage.log"
+    record "$stage" "$(cat "$bg_dir/$stage.rc" 2>/dev/null || echo 1)" "$(cat "$bg_dir/$stage.s" 2>/dev/null || echo 0)"
+  done
+  rm -rf "$bg_dir"
 }
 
 for stage in "${stages[@]}"; do
-  if [ "$stage" = unit ] && [ -n "$unit_pid" ]; then
-    continue
-  fi
-  [ "$stage" != molecule ] || finish_unit
+  [[ " ${background[*]} " != *" $stage "* ]] || continue
   echo "=== stage: $stage ==="
   start=$SECONDS
   rc=0
   "stage_$stage" || rc=$?
   record "$stage" $rc $((SECONDS - start))
 done
-finish_unit
+finish_background
 [ $failed -eq 0 ] || echo "failed stages: ${failed_names[*]}"
 echo "stages: $passed passed, $failed failed"
 [ $failed -eq 0 ]

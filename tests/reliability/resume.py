@@ -45,6 +45,12 @@ OVERRIDES = {"trainer.save_freq": 2}
 WATCHDOG = {"first_step_s": 600, "floor_s": 300, "factor": 5}
 # Steps logged before the fault (checkpoints at 2 and 4 exist by then).
 KILL_AFTER_STEPS = 5
+# Issue 42: while submit.yml waits it prints, every mvp_progress_interval_s (2 s in the case that checks it),
+# one line per job after the command that follows it again: a step of the running job, the loss first -> last,
+# s/step, ETA, restarts, the watchdog.
+PROGRESS_INTERVAL_S = 2
+PROGRESS_LINE = (r": RUNNING step [1-9][0-9]*/[0-9]+ [|] train/loss \S+ -> \S+ [|] .*s/step.* [|] ETA \S+ [|] "
+                 r"restarts [0-9]+ of [0-9]+ [|] watchdog")
 # submit.yml with its restarts: first attempt, heal, second attempt.
 RUN_TIMEOUT = 1200
 STEP_DIR_RE = re.compile(r"^global_step_(\d+)$")
@@ -144,7 +150,7 @@ def wait_for_run_end(case, run_id, timeout):
                     time.time() - started)
 
 
-def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=None, nobody=None):
+def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=None, nobody=None, progress=False):
     """Submit an SFT run that may restart, kill a worker in each attempt (``victims``: 'driver' or
     'other' per attempt: the first after KILL_AFTER_STEPS steps, the next ones after their first
     step), optionally corrupt the newest checkpoint after the first kill.
@@ -152,6 +158,7 @@ def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=N
     :param nobody: None, ``"submitter"`` (the waiting ansible-playbook is killed with SIGKILL before the first
         worker: the job controller alone continues the run) or ``"controller"`` (the job controller is killed
         with SIGKILL before the first worker: its keeper starts it again and it picks the run up).
+    :param progress: bool, the play prints its progress line every PROGRESS_INTERVAL_S (check_progress reads it).
     :returns: (the playbook run - or, with nobody="submitter", the controller's end of the run -, list of Job
         per attempt, facts dict).
     """
@@ -161,6 +168,8 @@ def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=N
     first = Job(case, stamp(kind))
     args = ["-e", "workload=sft", "-e", "submission_id=" + first.id] + extra_vars(
         trainer_overrides=overrides or OVERRIDES, mvp_watchdog=WATCHDOG, max_restarts=max_restarts)
+    if progress:
+        args += ["-e", "mvp_progress_interval_s=%d" % PROGRESS_INTERVAL_S]
     started = time.time()
     argv, proc = start_playbook(cluster, "submit.yml", args)
     attempts, facts = [first], {"kills": []}
@@ -253,6 +262,18 @@ def check_continued(case, run, attempts, facts, expected_base, cause="node_lost"
     check_one_mlflow_run(case, attempts, base_last, base_loss)
 
 
+def check_progress(case, run, first):
+    """The waiting play printed the command that follows the run again and, for one of its attempts, the progress
+    line with a step, the loss, the restarts and the watchdog (PROGRESS_LINE)."""
+    follow = "ansible-playbook collect.yml -e submission_id=%s -e wait=true" % first.id
+    case.check(follow in run.text, "submit.yml did not print the follow command %r" % follow)
+    line = re.search(re.escape(first.id) + r"(-r[0-9]+)?" + PROGRESS_LINE, run.text)
+    case.check(line is not None, "submit.yml printed no progress line for %s: %s" % (
+        first.id, [x for x in run.text.splitlines() if first.id + ": RUNNING" in x][:3]))
+    if line:
+        case.note("progress line: %s" % line.group(0)[:160])
+
+
 def check_one_mlflow_run(case, attempts, last_step, last_loss):
     """Every attempt logged into the run's one MLflow run (config/mlflow_run.json), named after the first
     attempt; its train/loss history covers steps 1..last_step and ends with the uninterrupted run's loss."""
@@ -285,8 +306,9 @@ def case_killed_driver_worker_corrupt(case):
     # Three checkpoints kept: a kill that lands while step 6 is being saved finds 2 and 4 (verl
     # drops the oldest of two kept before the new one is complete), so one is left after 4 is corrupted.
     run, attempts, facts = run_with_kills(case, "drv", 1, ["driver"], corrupt=True,
-                                          overrides=dict(OVERRIDES, **{"trainer.max_ckpt_to_keep": 3}))
+                                          overrides=dict(OVERRIDES, **{"trainer.max_ckpt_to_keep": 3}), progress=True)
     check_continued(case, run, attempts, facts, base)
+    check_progress(case, run, attempts[0])
     if len(attempts) > 1:
         spec = read_json(os.path.join(attempts[1].dir, "config", "job_spec.json")) or {}
         skipped = [s.get("step") for s in (spec.get("resume_from") or {}).get("skipped") or []]
