@@ -11,6 +11,7 @@ import json
 import posixpath
 
 from ansible_collections.mvp.ray.plugins.module_utils import mvp_queue
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import bundle_shapes, never_fits_reason
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_release import release_problem
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_retention import room_problem
 
@@ -87,6 +88,50 @@ def _verl_pools_problem(check, spec):
                                                             for node, res in sorted(totals.items())), keys))
 
 
+def placement_request_problem(check, check_gpus=True):
+    """The first placement group the snapshot's own code will ask Ray for that no ALIVE node can ever hold ('' if none).
+
+    The groups are ``verl_check.placement_requests``: what verl's ``RayResourcePool.get_placement_groups`` passes
+    to Ray's ``placement_group`` for this config on this cluster, recorded on the head (mvp_verl_rules) - every
+    resource it names (GPUs, CPUs, a device name such as ``cpu``, an accelerator type). They are compared
+    whole with each ALIVE node's total resources (``offers``, from mvp_submit_check.look): a resource no
+    node offers at all is named with the amount asked; with ``check_gpus``, a group no node could hold
+    (mvp_ray.never_fits_reason, the rule of the placement-group deadline) is named with the nodes' offers.
+
+    :param check: dict from ``mvp_submit_check.look``. :param check_gpus: bool (submit_job_check_gpus).
+    :returns: str.
+    """
+    requests = (check.get("verl_check") or {}).get("placement_requests") or []
+    offers = check.get("offers") or {}
+    if not isinstance(requests, list) or not offers:
+        return ""
+    text = "; ".join("%s: %s" % (ip, json.dumps(res, sort_keys=True)) for ip, res in sorted(offers.items()))
+    offered = {key for res in offers.values() for key, value in res.items() if value > 0}
+    nodes = [{"state": "ALIVE", "node_ip": ip, "resources_total": res} for ip, res in offers.items()]
+    for request in requests:
+        group = {"bundles": [{"unit_resources": bundle} for bundle in request.get("bundles") or []],
+                 "strategy": request.get("strategy") or ""}
+        shape = bundle_shapes(group)
+        missing = sorted({key for bundle in request.get("bundles") or [] for key, value in bundle.items()
+                          if value > 0 and key not in offered})
+        if missing:
+            amounts = ", ".join("%s %g" % (key, max(b.get(key, 0) for b in request["bundles"])) for key in missing)
+            return ("the snapshot's own code asks Ray for resource %s (per bundle: %s; pool %s, %s, from verl's "
+                    "RayResourcePool.get_placement_groups), which no ALIVE node offers (%s): Ray would keep the job "
+                    "waiting for it forever. Fix: use a verl release the node image's platform runs (its release "
+                    "range), a trainer.device the nodes have, or add nodes that offer %s (site.yml)."
+                    % (", ".join("'%s'" % key for key in missing), amounts, request.get("pool") or "?", shape, text,
+                       " and ".join("'%s'" % key for key in missing)))
+        reason = never_fits_reason(group, nodes) if check_gpus else None
+        if reason:
+            return ("the placement group the snapshot's own code asks Ray for in pool %s (%s, from verl's "
+                    "RayResourcePool.get_placement_groups) can never be placed: %s; the ALIVE nodes offer %s. Fix: "
+                    "lower trainer.nnodes / trainer.n_gpus_per_node (and the reward or teacher pool's) in "
+                    "trainer_overrides so that each group fits one node, or add nodes (site.yml); "
+                    "submit_job_check_gpus=false submits anyway." % (request.get("pool") or "?", shape, reason, text))
+    return ""
+
+
 def _dataset_problem(check, spec):
     """Say which columns the job's data files lack and which prepared datasets have them ("" when all fit).
 
@@ -146,8 +191,10 @@ def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
     job keeps (mvp_retention.room_problem), the submission id taken (job directory or Ray
     job), more GPUs than Ray reports or a per-node GPU shape no workers give (both only with
     ``check_gpus`` and a GPU workload), else the resource pools verl's own code built on the head
-    (``verl_check.resource_pools``) that the ALIVE workers cannot hold (only with ``check_gpus``),
-    no ALIVE worker carrying the entrypoint resource.
+    (``verl_check.resource_pools``) that the ALIVE workers cannot hold (only with ``check_gpus``), else
+    the placement groups that code asks Ray for compared whole with the ALIVE nodes' offers
+    (:func:`placement_request_problem`: a resource no node offers always, a group no node holds only with
+    ``check_gpus``), no ALIVE worker carrying the entrypoint resource.
 
     :param check: dict returned by ``mvp_submit_check.look`` (ray_job's ``check``; ``missing`` path name ->
         path, ``hydra_errors``, ``dataset_columns``, ``prepared_datasets``, ``verl_errors``, ``job_dir_exists``, ``existing_job``, ``summary`` with
@@ -227,6 +274,10 @@ def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
         pools = _verl_pools_problem(check, spec)
         if pools:
             problems.append(pools)
+    if not (problems and problems[-1].startswith("verl's resource pools")) and not shaped:
+        request = placement_request_problem(check, check_gpus)
+        if request:
+            problems.append(request)
     if not summary.get("alive_workers"):
         problems.append("No ALIVE node carries '%s', so the driver could never be placed. Run site.yml to start "
                         "the workers." % worker_resource)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import posixpath
 import re
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES, SUBMISSION_ID_RE, is_submission_id
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_request_read import RequestReadError, check_value, load_text
 
@@ -527,10 +529,11 @@ def accept_unsupported_release(request):
     value = request.get("accept_unsupported_release")
     if value is None:
         return False
-    if not isinstance(value, bool):
+    try:  # Ansible's own rule: -e key=value gives the text 'true'
+        return boolean(value, strict=True)
+    except TypeError:
         _fail("accept_unsupported_release", "%r is not true or false" % (value,),
               "give true to submit a snapshot the platform layer does not declare, else leave it out")
-    return value
 
 
 def check_request(request, catalog, defaults):

@@ -15,7 +15,7 @@ import threading
 import time
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    job_info_or_none, list_nodes, status_name, summarize)
+    job_info_or_none, list_nodes, schedulable_resources, status_name, summarize)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_retention import model_size
 
 
@@ -185,9 +185,11 @@ def storage_room(room):
     return dict(result, free_bytes=free, total_bytes=total, path=path)
 
 
-def start_verl_check(hydra, verl_checks, job_dir, submission_id):
+def start_verl_check(hydra, verl_checks, job_dir, submission_id, cluster_resources=None):
     """Start the snapshot's start-up checks (a subprocess) so they run while the rest is looked at.
 
+    :param cluster_resources: dict or None, the ALIVE nodes' resource totals (:func:`cluster_totals`): the
+        snapshot's placement groups are then recorded as its code would ask Ray for them (``placement_requests``).
     :returns: a handle for :func:`finish_verl_check`, or None without I(hydra) or I(verl_checks).
     """
     if not hydra or not verl_checks:
@@ -201,7 +203,8 @@ def start_verl_check(hydra, verl_checks, job_dir, submission_id):
     return start_snapshot_checks(verl_checks.get("python") or sys.executable, verl_checks["snapshot"], config_dir,
                                  name, list(hydra.get("overrides") or []), int(verl_checks.get("timeout") or 180),
                                  cache_dir=verl_checks.get("cache_dir") or CACHE_DIR, job_dir=job_dir,
-                                 submission_id=submission_id, sample_rows=verl_checks.get("sample_rows"))
+                                 submission_id=submission_id, sample_rows=verl_checks.get("sample_rows"),
+                                 cluster_resources=cluster_resources)
 
 
 def finish_verl_check(handle, hydra):
@@ -242,6 +245,11 @@ def look(options, client, state, address):
     """
     composed = {}
     reward = start_reward_check(options.get("reward"))
+    # Ray's nodes first: verl's checks record the placement groups its code asks for on this cluster.
+    try:
+        nodes, nodes_error = list_nodes(state, address, timeout=10), None
+    except Exception as exc:  # Ray raises several types for an unreachable dashboard
+        nodes, nodes_error = None, exc
     result = dict(missing=missing_paths(options.get("paths") or {}),
                   escaped=escaped_paths(options.get("confine")),
                   job_dir_exists=os.path.lexists(options["job_dir"]),
@@ -250,18 +258,18 @@ def look(options, client, state, address):
     # verl's own checks only on overrides that compose (else hydra_errors already names the key);
     # they run in a subprocess while the datasets and Ray are looked at.
     hydra = options.get("hydra") if not result["hydra_errors"] else None
-    verl = start_verl_check(hydra, options.get("verl_checks"), options["job_dir"], options["submission_id"])
+    verl = start_verl_check(hydra, options.get("verl_checks"), options["job_dir"], options["submission_id"],
+                            None if nodes is None else cluster_totals(nodes))
     columns, prepared, skipped = dataset_columns(options.get("datasets"))
     result.update(dataset_columns=columns, prepared_datasets=prepared, dataset_schema_skipped=skipped)
     # A model that leads out of the shared storage is refused by name: its folder is not walked for its size.
     model_out = any(item.get("field") == "model" for item in result["escaped"])
     result["room"] = storage_room(None if model_out else options.get("room"))
-    try:
-        nodes = list_nodes(state, address, timeout=10)
-    except Exception as exc:  # Ray raises several types for an unreachable dashboard
-        raise SubmitCheckError("Cannot list Ray nodes at %s: %s. Is the cluster up (site.yml)?" % (address, exc),
+    if nodes is None:
+        raise SubmitCheckError("Cannot list Ray nodes at %s: %s. Is the cluster up (site.yml)?" % (address, nodes_error),
                                result)
     result["summary"] = summarize(nodes, options.get("resource") or "worker_node")
+    result["offers"] = {n["node_ip"]: schedulable_resources(n["resources_total"]) for n in nodes if n["state"] == "ALIVE"}
     try:
         details = job_info_or_none(client, options["submission_id"])
     except (RuntimeError, OSError) as exc:
@@ -272,6 +280,19 @@ def look(options, client, state, address):
     result["reward_problem"], result["reward_seconds"] = finish_reward_check(reward)
     result["release"] = release_look(options.get("release"))
     return result
+
+
+def cluster_totals(nodes):
+    """Ray's ``cluster_resources()`` as a job on these nodes sees it: the ALIVE nodes' totals (dict name -> float).
+
+    :param nodes: list of node dicts (module_utils.mvp_ray.node_to_dict).
+    """
+    totals = {}
+    for node in nodes:
+        if node["state"] == "ALIVE":
+            for key, value in node["resources_total"].items():
+                totals[key] = totals.get(key, 0.0) + float(value)
+    return totals
 
 
 def release_look(release):

@@ -145,23 +145,78 @@ with contextlib.redirect_stdout(sys.stderr):
                         "transformers' save_pretrained writes them)")
     result["seconds"]["model"] = round(time.time() - start, 2)
 
+    built = {}
+
     def ppo_pools():
         if not cfg.trainer.get("use_v1", False):
             return None  # the legacy TaskRunner builds its pools inside a Ray actor
         from verl.trainer.ppo.v1 import get_trainer_cls
         holder = types.SimpleNamespace(config=copy.deepcopy(cfg))
         get_trainer_cls(cfg.trainer.v1.trainer_mode)._init_resource_pool_mgr(holder)
+        built["manager"] = holder.resource_pool_manager
         return {name: list(nodes) for name, nodes in holder.resource_pool_manager.resource_pool_spec.items()}
 
     def sft_pools():
         from verl.single_controller.ray import RayResourcePool
-        return {"sft": list(RayResourcePool(process_on_nodes=[cfg.trainer.n_gpus_per_node] * cfg.trainer.nnodes).store)}
+        built["pools"] = {"sft": RayResourcePool(process_on_nodes=[cfg.trainer.n_gpus_per_node] * cfg.trainer.nnodes)}
+        return {"sft": list(built["pools"]["sft"].store)}
+
+    def placement_requests():
+        # The placement groups verl's own RayResourcePool.get_placement_groups asks Ray for, recorded instead of
+        # made: its placement_group call is replaced by a recorder, and Ray answers as the cluster the job meets
+        # (args["cluster_resources"], the ALIVE nodes' totals: a platform may name its Ray resource after it).
+        import ray
+        from verl.single_controller.ray import base as ray_base
+        asked = []
+
+        class Recorded:
+            def __init__(self, bundles):
+                self.bundle_specs, self.bundle_count = bundles, len(bundles)
+
+            def ready(self):
+                return None
+
+        def record(bundles, strategy="PACK", name="", lifetime=None, **_kwargs):
+            asked.append({"bundles": [dict(b) for b in bundles], "strategy": strategy, "name": name})
+            return Recorded(bundles)
+
+        cluster = dict(args.get("cluster_resources") or {})
+        patches = [(ray_base, "placement_group", record), (ray_base, "sort_placement_group_by_node_ip", list),
+                   (ray, "get", lambda refs, *a, **k: refs), (ray, "is_initialized", lambda: True),
+                   (ray, "cluster_resources", lambda: dict(cluster)), (ray, "available_resources", lambda: dict(cluster))]
+        saved = [(owner, attr, getattr(owner, attr)) for owner, attr, _new in patches if hasattr(owner, attr)]
+        try:
+            for owner, attr, new in patches:
+                setattr(owner, attr, new)
+            pools = built.get("pools")
+            if pools is None and built.get("manager") is not None:
+                manager = built["manager"]
+                manager._check_resource_available = lambda: None  # Ray's live view: the queue's business
+                manager.create_resource_pool()
+                pools = manager.resource_pool_dict
+            device = cfg.trainer.get("device") or __import__("verl.utils.device", fromlist=["x"]).get_device_name()
+            for name, pool in sorted((pools or {}).items()):
+                before = len(asked)
+                # RayWorkerGroup's default bin_pack: STRICT_PACK, with the trainer's device name
+                pool.get_placement_groups(strategy="STRICT_PACK", device_name=device)
+                for item in asked[before:]:
+                    item["pool"] = name
+        finally:
+            for owner, attr, old in saved:
+                setattr(owner, attr, old)
+        return asked
 
     if "trainer" in cfg and "nnodes" in cfg.trainer:
         result["resource_pools"] = run(
             "resource pools (%s)" % ("verl.trainer.ppo.v1.trainer_base.PPOTrainer._init_resource_pool_mgr" if ppo
                                      else "verl.single_controller.ray.RayResourcePool"),
             ppo_pools if ppo else sft_pools, fix="correct the pool sizes verl names in trainer_overrides")
+        if result["resource_pools"] and args.get("cluster_resources") is not None:
+            # never a refusal of its own: a snapshot whose code differs is said, and judged by the pools above
+            try:
+                result["placement_requests"] = placement_requests()
+            except Exception as exc:
+                result["placement_requests_skipped"] = "%s: %s" % (type(exc).__name__, " ".join(str(exc).split())[:300])
     result["seconds"]["pools"] = round(time.time() - start, 2)
     # the data step only when the caller names its bound (tests/reliability/catalog_checks.py checks the
     # catalog's sizes against the local inventory's small dataset: it does not)
@@ -293,7 +348,7 @@ def _cache_file(cache_dir, python, snapshot_root, config_dir, config_name, overr
 
 
 def start_snapshot_checks(python, snapshot_root, config_dir, config_name, overrides, timeout=180,
-                          cache_dir=None, job_dir="", submission_id="", sample_rows=None):
+                          cache_dir=None, job_dir="", submission_id="", sample_rows=None, cluster_resources=None):
     """Start the snapshot's own start-up checks (:data:`CHILD`) in a subprocess; see :func:`finish_snapshot_checks`.
 
     :param python: str, the nodes' Python (``mvp_ray_python``; needs hydra-core, and torch for the checks).
@@ -307,15 +362,23 @@ def start_snapshot_checks(python, snapshot_root, config_dir, config_name, overri
     :param job_dir: str and ``submission_id``: str, replaced in the overrides for the cache key.
     :param sample_rows: int or None, the rows of each data file verl's dataset class reads (None:
         :data:`SAMPLE_ROWS`; 0: the data files are not read; part of the cache key).
+    :param cluster_resources: dict or None, resource name -> total of the ALIVE nodes (Ray's
+        ``cluster_resources()`` as the job will see it; part of the cache key). With it the result has
+        ``placement_requests``: every placement group the snapshot's own ``RayResourcePool.get_placement_groups``
+        asks Ray for (list of ``{pool, strategy, bundles, name}``), or ``placement_requests_skipped`` (str).
     :returns: a handle for :func:`finish_snapshot_checks`.
     """
     overrides = list(overrides)
+    if cluster_resources is not None:
+        cluster_resources = {str(k): float(v) for k, v in sorted(cluster_resources.items())}
     handle = {"start": time.time(), "timeout": timeout, "cache": None, "proc": None, "result": None}
     if cache_dir:
         try:
             handle["cache"] = _cache_file(cache_dir, python, snapshot_root, config_dir, config_name,
-                                          overrides if sample_rows is None else overrides + ["<sample_rows>=%s"
-                                                                                             % sample_rows],
+                                          (overrides if sample_rows is None else overrides + ["<sample_rows>=%s"
+                                                                                              % sample_rows])
+                                          + ([] if cluster_resources is None else
+                                             ["<cluster>=%s" % json.dumps(cluster_resources, sort_keys=True)]),
                                           job_dir, submission_id)
             with open(handle["cache"], encoding="utf-8") as stream:
                 handle["result"] = dict(json.load(stream), cached=True)
@@ -331,7 +394,7 @@ def start_snapshot_checks(python, snapshot_root, config_dir, config_name, overri
                PYTHONDONTWRITEBYTECODE="1",
                HF_DATASETS_CACHE=os.path.join(tempfile.gettempdir(), "mvp-verl-check-hf-datasets"))
     payload = json.dumps({"config_dir": config_dir, "config_name": config_name, "overrides": overrides,
-                          "checks": list(CHECKS),
+                          "checks": list(CHECKS), "cluster_resources": cluster_resources,
                           "sample_rows": SAMPLE_ROWS if sample_rows is None else int(sample_rows)})
     handle["stderr"] = tempfile.TemporaryFile(mode="w+")  # verl's output; a pipe could fill while we wait
     try:
@@ -393,11 +456,11 @@ def save_snapshot_checks(handle, result):
 
 
 def run_snapshot_checks(python, snapshot_root, config_dir, config_name, overrides, timeout=180, cache_dir=None,
-                        sample_rows=None):
+                        sample_rows=None, cluster_resources=None):
     """:func:`start_snapshot_checks`, :func:`finish_snapshot_checks`, :func:`save_snapshot_checks`
     (same parameters and result)."""
     handle = start_snapshot_checks(python, snapshot_root, config_dir, config_name, overrides, timeout, cache_dir,
-                                   sample_rows=sample_rows)
+                                   sample_rows=sample_rows, cluster_resources=cluster_resources)
     result = finish_snapshot_checks(handle)
     save_snapshot_checks(handle, result)
     return result

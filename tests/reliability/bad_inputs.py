@@ -15,6 +15,7 @@ import argparse
 import concurrent.futures
 import contextlib
 import glob
+import json
 import os
 import re
 import shutil
@@ -26,6 +27,8 @@ import time
 from suite import differences as changed_files, head_state, listing as snapshot, print_table, skipped_row
 
 BUSY_PORT = 18265
+# A real snapshot of an older verl release from PyPI (playbooks/snapshot.yml, made only when a case needs it).
+OLD_RELEASE = {"code_id": "bad-input-verl-0.8.0", "pip": "verl==0.8.0"}
 PEAK_WRAPPER = ("import resource, subprocess, sys\n"
                 "rc = subprocess.call(sys.argv[1:])\n"
                 "print('MVP_PEAK_KIB %d' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
@@ -283,6 +286,13 @@ def cases(tmp, existing_id):
          ["-e", "workload=sft"] + model + ["-e", "code_id=bad-input-old-release"],
          "code_id bad-input-old-release is verl 0.8.0, outside the releases this cluster's platform layer runs",
          "mvp_verl_cpu"),
+        # Issue 51: the same release accepted at the user's risk: verl 0.8.0's own code (a real snapshot of its
+        # PyPI wheel, made by snapshot.yml: OLD_RELEASE) asks Ray for a resource named after its device, which no
+        # node offers; the placement groups it would ask for are compared whole with the nodes' offers.
+        ("snapshot whose resource request no node offers", "submit.yml",
+         ["-e", "workload=sft"] + model + ["-e", "code_id=" + OLD_RELEASE["code_id"],
+                                           "-e", "accept_unsupported_release=true"],
+         "the snapshot's own code asks Ray for resource 'cpu'", "mvp_verl_cpu"),
         ("report without runs", "report.yml", [], "Name the runs: -e submission_ids=A,B"),
         ("report of an unknown job", "report.yml", ["-e", "submission_ids=no-such-job"],
          "no job directory for no-such-job under /private/jobs"),
@@ -379,6 +389,16 @@ def ray_job_ids(head_container, python, address):
     return {job["submission_id"] for job in state["jobs"]}
 
 
+def make_old_release(inventory):
+    """Make OLD_RELEASE's snapshot as a user would (snapshot.yml, its source a pip requirement); skip: exists."""
+    run = subprocess.run(["ansible-playbook", "-i", inventory, os.path.join(ROOT, "playbooks/snapshot.yml"),
+                          "--tags", "verl_snapshot", "-e", json.dumps({"mvp_verl_snapshots": [OLD_RELEASE]})],
+                         capture_output=True, text=True, cwd=ROOT, check=False)
+    if run.returncode != 0:
+        raise SystemExit("snapshot.yml could not make %s (rc=%s): %s" % (OLD_RELEASE, run.returncode,
+                                                                       (run.stdout + run.stderr)[-2000:]))
+
+
 def run_case(args, case):
     """Run one case: its playbook must fail with the expected message and change no file and no Ray job.
 
@@ -454,6 +474,8 @@ def main():
                                                case[0] in args.expect_skipped))
                     continue
             todo.append(case)
+        if any(OLD_RELEASE["code_id"] in case[2] for case in todo):
+            make_old_release(args.inventory)
         # Cases run a few at a time: each must change nothing, so a change seen while two ran fails both.
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             rows = list(pool.map(lambda case: run_case(args, case), todo)) + skipped

@@ -72,3 +72,20 @@ def test_the_cpu_plugin_declares_its_releases_and_the_refusal_names_them():
     assert mvp_release.release_problem(dict(release, version="0.9.1"), "verl-0.9.1") == ""
     assert mvp_release.release_problem({"version": "0.8.0", "platforms": []}, "x") == ""  # nothing declared
     assert "unknown version" in mvp_release.release_problem(dict(release, version=None), "x")
+
+
+@pytest.mark.parametrize("value,accepted", [(True, True), ("true", True), ("yes", True), (False, False),
+                                            ("false", False), (None, False)])
+def test_accept_unsupported_release_takes_ansibles_booleans(value, accepted):
+    # `-e accept_unsupported_release=true` gives the text 'true'; a JobSpec file a YAML boolean
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import accept_unsupported_release
+    request = {} if value is None else {"accept_unsupported_release": value}
+    assert accept_unsupported_release(request) is accepted
+
+
+def test_accept_unsupported_release_refuses_anything_else_naming_the_field():
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import accept_unsupported_release
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_spec import JobSpecError
+    with pytest.raises(JobSpecError) as error:
+        accept_unsupported_release({"accept_unsupported_release": "perhaps"})
+    assert "'accept_unsupported_release': 'perhaps' is not true or false" in str(error.value)

@@ -61,6 +61,20 @@ def test_the_summary_counts_alive_workers_and_gpus(fake_ray, tmp_path, cluster_n
     assert summary["total_gpus"] == sum(n["resources_total"].get("GPU", 0) for n in alive)
 
 
+def test_the_offers_and_the_cluster_totals_are_the_alive_nodes_schedulable_resources(fake_ray, tmp_path, cluster_nodes):
+    # Issue 51: what the placement groups verl asks for are compared with (mvp_refuse.placement_request_problem),
+    # and what Ray's cluster_resources() answers the snapshot's code on the head
+    alive = [n for n in cluster_nodes if n["state"] == "ALIVE"]
+
+    offers = look(tmp_path)["offers"]
+
+    assert offers == {n["node_ip"]: {k: v for k, v in n["resources_total"].items() if not k.startswith("node:")
+                                     and k not in ("memory", "object_store_memory")} for n in alive}
+    totals = mvp_submit_check.cluster_totals(cluster_nodes)
+    assert totals["CPU"] == sum(n["resources_total"].get("CPU", 0) for n in alive)
+    assert totals["GPU"] == sum(n["resources_total"].get("GPU", 0) for n in alive)
+
+
 def test_unreadable_nodes_fail_naming_the_address_and_keep_what_was_found(fake_ray, tmp_path):
     fake_ray.state_error = "dashboard down"
     paths = {"model": str(tmp_path / "absent")}

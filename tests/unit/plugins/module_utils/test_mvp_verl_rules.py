@@ -215,6 +215,24 @@ def test_the_resource_pools_are_the_ones_verls_own_code_builds(tiny_model, verl_
 
 
 @needs_verl
+@pytest.mark.parametrize("workload, nnodes, per_node", [("sft", 2, 1), ("grpo", 1, 2)])
+def test_the_placement_groups_are_recorded_as_verls_own_code_asks_for_them(tiny_model, verl_config_dir, spec,
+                                                                           workload, nnodes, per_node):
+    # Issue 51: one STRICT_PACK group per node entry of each pool, one bundle per process, each bundle naming
+    # CPUs and the platform's Ray resource; nothing is made (no Ray connection in the child)
+    result = spec(workload)
+    cluster = {"CPU": 32.0, "GPU": 2.0, "worker_node": 200.0}
+    report = verl_run(verl_config_dir, result, local(result, tiny_model, **{"trainer.nnodes": nnodes,
+                                                                             "trainer.n_gpus_per_node": per_node}),
+                      cluster_resources=cluster)
+    assert report["skipped"] is None and "placement_requests_skipped" not in report, report
+    groups = report["placement_requests"]
+    assert [len(g["bundles"]) for g in groups] == [per_node] * nnodes
+    assert all(g["strategy"] == "STRICT_PACK" and g["pool"] for g in groups)
+    assert all(b.get("CPU", 0) >= 1 and len(b) >= 1 for g in groups for b in g["bundles"])
+
+
+@needs_verl
 def test_a_data_file_whose_rows_lack_the_prompt_key_is_refused_by_verls_dataset(tiny_model, verl_config_dir, spec):
     result = spec()
     report = verl_run(verl_config_dir, result, local(result, tiny_model, **{"data.prompt_key": "nope"}))
