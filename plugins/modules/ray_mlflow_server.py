@@ -76,6 +76,14 @@ options:
     description: Seconds the server may take to answer C(/health) after its start.
     type: int
     default: 120
+  wait:
+    description:
+      - Wait until the server answers C(/health) after starting it. C(false) returns once it is started
+        (C(answered=false)), so the play goes on while it starts; a later call with the same settings and
+        C(wait=true) waits for that start (a server still starting from the same command is given
+        I(timeout) seconds before it counts as not answering) - C(changed=false) once it answers.
+    type: bool
+    default: true
 """
 
 EXAMPLES = r"""
@@ -102,6 +110,10 @@ pid:
   type: int
 started:
   description: True when this call started the server (or, in check mode, would).
+  returned: state=started
+  type: bool
+answered:
+  description: True when the server answered C(/health) before this call returned (false with I(wait=false) after a start).
   returned: state=started
   type: bool
 reason:
@@ -170,6 +182,7 @@ def main():
             env=dict(type="dict", default={}, no_log=True),
             extra_args=dict(type="list", elements="str", default=[]),
             timeout=dict(type="int", default=120),
+            wait=dict(type="bool", default=True),
         ),
         required_if=[("state", "started", ["store_dir"])],
         supports_check_mode=True,
@@ -193,8 +206,11 @@ def main():
     pid = running_pid(where["pid"])
     answers = client.healthy()
     same = read_spec(where["spec"]) == spec
+    if not answers and pid is not None and same and params["wait"] and not module.check_mode:
+        # started from this command a moment ago (wait=false) and still starting: its start is waited for
+        answers = wait_healthy(client, where["pid"], time.time() + params["timeout"])
     if answers and pid is not None and same:
-        module.exit_json(changed=False, started=False, pid=pid, reason="answers", **result)
+        module.exit_json(changed=False, started=False, answered=True, pid=pid, reason="answers", **result)
     if pid is None:
         holders = [describe(p)[1] for p in listening_pids(params["port"])]
         if holders or answers:
@@ -203,7 +219,7 @@ def main():
                              % (params["port"], "; ".join(holders) or "a server that answers /health"), **result)
     reason = "settings changed" if pid is not None and not same else "not answering" if pid else "not running"
     if module.check_mode:
-        module.exit_json(changed=True, started=True, pid=None, reason=reason, **result)
+        module.exit_json(changed=True, started=True, answered=False, pid=None, reason=reason, **result)
     if pid is not None:
         stop(params["service_dir"], NAME)
     for folder in (params["store_dir"], os.path.join(params["store_dir"], "artifacts"), params["service_dir"]):
@@ -214,15 +230,24 @@ def main():
     except OSError as exc:
         module.fail_json(msg="%s could not start: %s" % (params["mlflow"], exc), **result)
     write_text_atomic(where["spec"], json.dumps(spec, sort_keys=True) + "\n", mode=0o600)
-    deadline = time.time() + params["timeout"]
+    if not params["wait"]:
+        module.exit_json(changed=True, started=True, answered=False, pid=pid, reason=reason, **result)
+    if not wait_healthy(client, where["pid"], time.time() + params["timeout"]):
+        problem = "exited" if running_pid(where["pid"]) is None else "did not answer within %ds" % params["timeout"]
+        stop(params["service_dir"], NAME)
+        module.fail_json(msg="The MLflow tracking server %s. The end of its log %s:\n%s"
+                         % (problem, spec["log"], log_tail(spec["log"])), changed=True, **result)
+    module.exit_json(changed=True, started=True, answered=True, pid=pid, reason=reason, **result)
+
+
+def wait_healthy(client, pid_file, deadline):
+    """Poll ``/health`` every 0.5 s until it answers (True), the process of ``pid_file`` is gone or ``deadline``
+    (seconds since the epoch) passed (False)."""
     while not client.healthy(timeout=2):
-        if running_pid(where["pid"]) is None or time.time() > deadline:
-            problem = "exited" if running_pid(where["pid"]) is None else "did not answer within %ds" % params["timeout"]
-            stop(params["service_dir"], NAME)
-            module.fail_json(msg="The MLflow tracking server %s. The end of its log %s:\n%s"
-                             % (problem, spec["log"], log_tail(spec["log"])), changed=True, **result)
+        if running_pid(pid_file) is None or time.time() > deadline:
+            return False
         time.sleep(0.5)
-    module.exit_json(changed=True, started=True, pid=pid, reason=reason, **result)
+    return True
 
 
 if __name__ == "__main__":
