@@ -156,8 +156,10 @@ def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=N
     step), optionally corrupt the newest checkpoint after the first kill.
 
     :param nobody: None, ``"submitter"`` (the waiting ansible-playbook is killed with SIGKILL before the first
-        worker: the job controller alone continues the run) or ``"controller"`` (the job controller is killed
-        with SIGKILL before the first worker: its keeper starts it again and it picks the run up).
+        worker: the job controller alone continues the run), ``"submitter later"`` (it is killed once it has
+        followed the run into its next attempt - that attempt's first step: the job controller alone ends the
+        run; its output is ``facts["play"]``) or ``"controller"`` (the job controller is killed with SIGKILL
+        before the first worker: its keeper starts it again and it picks the run up).
     :param progress: bool, the play prints its progress line every PROGRESS_INTERVAL_S (check_progress reads it).
     :returns: (the playbook run - or, with nobody="submitter", the controller's end of the run -, list of Job
         per attempt, facts dict).
@@ -209,15 +211,22 @@ def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=N
             if index + 1 <= max_restarts:
                 # the next attempt's first step, timed from the kill
                 while not nxt.steps():
-                    if (proc.poll() is not None and nobody != "submitter") or time.time() > deadline + 600:
+                    if (proc.poll() is not None and nobody not in ("submitter", "submitter later")) \
+                            or time.time() > deadline + 600:
                         raise CaseFailed("no step of %s before submit.yml ended" % nxt.id)
                     time.sleep(0.5)
                 facts.setdefault("fault_to_step_s", []).append(round(time.time() - facts["kills"][-1]["at"], 1))
                 attempts.append(nxt)
+                if nobody == "submitter later" and proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    case.note("killed the submitting ansible-playbook (SIGKILL) at step %d of %s"
+                              % (max(nxt.steps()), nxt.id))
     finally:
         run = finish_playbook(argv, proc, started, RUN_TIMEOUT)
         case.keep(run, "submit sft max_restarts=%d" % max_restarts)
-    if nobody == "submitter":
+    if nobody in ("submitter", "submitter later"):
+        facts["play"] = run
         run = wait_for_run_end(case, first.id, RUN_TIMEOUT)
         case.keep(run, "the job controller's end of the run")
     return run, attempts, facts
@@ -262,11 +271,15 @@ def check_continued(case, run, attempts, facts, expected_base, cause="node_lost"
     check_one_mlflow_run(case, attempts, base_last, base_loss)
 
 
-def check_progress(case, run, first):
+def check_progress(case, run, first, nxt=None):
     """The waiting play printed the command that follows the run again and, for one of its attempts, the progress
-    line with a step, the loss, the restarts and the watchdog (PROGRESS_LINE)."""
+    line with a step, the loss, the restarts and the watchdog (PROGRESS_LINE); with ``nxt``, that it followed the
+    run into that next attempt."""
     follow = "ansible-playbook collect.yml -e submission_id=%s -e wait=true" % first.id
     case.check(follow in run.text, "submit.yml did not print the follow command %r" % follow)
+    if nxt is not None:
+        said = "the job controller continues run %s as %s" % (first.id, nxt.id)
+        case.check(said in " ".join(run.text.split()), "submit.yml did not say %r" % said)
     line = re.search(re.escape(first.id) + r"(-r[0-9]+)?" + PROGRESS_LINE, run.text)
     case.check(line is not None, "submit.yml printed no progress line for %s: %s" % (
         first.id, [x for x in run.text.splitlines() if first.id + ": RUNNING" in x][:3]))
@@ -301,14 +314,17 @@ def check_one_mlflow_run(case, attempts, last_step, last_loss):
 
 
 def case_killed_driver_worker_corrupt(case):
-    """The driver's worker dies and the newest checkpoint lost a shard: the one before is used, and said."""
+    """The driver's worker dies and the newest checkpoint lost a shard: the one before is used, and said. The
+    waiting play follows the run into its next attempt and is then killed (SIGKILL): the job controller alone
+    ends the run, like the uninterrupted one."""
     base = baseline(case)
     # Three checkpoints kept: a kill that lands while step 6 is being saved finds 2 and 4 (verl
     # drops the oldest of two kept before the new one is complete), so one is left after 4 is corrupted.
     run, attempts, facts = run_with_kills(case, "drv", 1, ["driver"], corrupt=True,
-                                          overrides=dict(OVERRIDES, **{"trainer.max_ckpt_to_keep": 3}), progress=True)
+                                          overrides=dict(OVERRIDES, **{"trainer.max_ckpt_to_keep": 3}), progress=True,
+                                          nobody="submitter later")
     check_continued(case, run, attempts, facts, base)
-    check_progress(case, run, attempts[0])
+    check_progress(case, facts["play"], attempts[0], attempts[1] if len(attempts) > 1 else None)
     if len(attempts) > 1:
         spec = read_json(os.path.join(attempts[1].dir, "config", "job_spec.json")) or {}
         skipped = [s.get("step") for s in (spec.get("resume_from") or {}).get("skipped") or []]
@@ -591,7 +607,8 @@ def case_two_grpo_at_once(case):
 
 CASES = [
     ("killed driver worker, corrupt newest", "heals, continues from the checkpoint before the corrupted one "
-     "as <id>-r1 at its step + 1, ends with the uninterrupted run's last step and train/loss",
+     "as <id>-r1 at its step + 1 (the waiting play follows it there, then is killed), ends with the uninterrupted "
+     "run's last step and train/loss",
      case_killed_driver_worker_corrupt),
     ("killed other worker", "heals, continues as <id>-r1, ends like the uninterrupted run", case_killed_other_worker),
     ("submitter killed", "the waiting submit.yml killed (SIGKILL), then the other worker: the job controller alone "
