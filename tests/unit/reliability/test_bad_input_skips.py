@@ -92,3 +92,13 @@ def test_local_declares_the_verl_backed_cases_skipped_and_train_runs_them():
     assert VERL_IMAGE_CASES == sorted(TORCH_CASES + platform)
     assert argv_after("molecule/local/verify/bad_inputs.yml", "--expect-skipped") == VERL_IMAGE_CASES
     assert argv_after("molecule/train/verify.yml", "--only") == VERL_IMAGE_CASES
+
+
+def test_the_old_release_snapshot_is_made_only_when_its_case_runs(table, monkeypatch):
+    # issue 51: the verl 0.8.0 snapshot (snapshot.yml from PyPI) is made before the cases that name it, not otherwise
+    made = []
+    monkeypatch.setattr(bad_inputs, "make_old_release", lambda inventory: made.append(inventory))
+    table("--only", "snapshot whose resource request no node offers")
+    assert len(made) == 1
+    table("--only", "unknown workload")
+    assert len(made) == 1
