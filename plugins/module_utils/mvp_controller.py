@@ -50,7 +50,7 @@ from ansible_collections.mvp.ray.plugins.module_utils import mvp_playbook_run, m
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES, is_submission_id
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    TERMINAL_STATUSES, auth_headers, bundle_shapes, list_nodes, list_placement_groups, schedulable_resources,
+    TERMINAL_STATUSES, auth_headers, bundle_shapes, list_nodes, list_placement_groups, alive_offers,
     stalled_message, stalled_placement_groups,
     status_name)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_rest import (
@@ -441,8 +441,7 @@ class Controller(object):
             # The verdict's cause and evidence: what the job asked Ray for, and what the ALIVE nodes offer.
             self.stop_stalled(current, jobs_api, stalled_message(current, stalled, nodes, timeout), cause="infeasible",
                               demand=[bundle_shapes(group) for group, _age in stalled],
-                              offers={n["node_ip"]: schedulable_resources(n["resources_total"])
-                                      for n in nodes if n["state"] == "ALIVE"})
+                              offers=alive_offers(nodes))
 
     def stop_stalled(self, current, jobs_api, why, cause=None, demand=None, offers=None):
         """Stop an attempt that cannot make progress, saying so in its ``logs/stopped_by.json`` first.

@@ -127,6 +127,27 @@ def schedulable_resources(resources):
             if not k.startswith("node:") and k not in ("memory", "object_store_memory")}
 
 
+def alive_offers(nodes):
+    """What each ALIVE node offers a job: node IP -> :func:`schedulable_resources` of its total (dict).
+
+    :param nodes: list of node dicts (:func:`node_to_dict`).
+    """
+    return {n["node_ip"]: schedulable_resources(n["resources_total"]) for n in nodes if n["state"] == "ALIVE"}
+
+
+def cluster_totals(nodes):
+    """The ALIVE nodes' schedulable resources summed: Ray's ``cluster_resources()`` as a job asks it (dict name -> float).
+
+    :param nodes: list of node dicts (:func:`node_to_dict`).
+    """
+    totals = {}
+    for node in nodes:
+        if node["state"] == "ALIVE":
+            for key, value in schedulable_resources(node["resources_total"]).items():
+                totals[key] = totals.get(key, 0.0) + float(value)
+    return totals
+
+
 def node_to_dict(node):
     """Convert a node row (a dict from the State API, or Ray's ``NodeState``) to a plain dict.
 
@@ -327,10 +348,7 @@ def never_fits_reason(group, nodes):
         able = sum(1 for offer in offers if any(_holds(offer, unit) for unit in units))
         if able < len(units):
             return "STRICT_SPREAD needs %d nodes, %d can hold a bundle" % (len(units), able)
-    cluster = {}
-    for offer in offers:
-        for key, value in offer.items():
-            cluster[key] = cluster.get(key, 0.0) + value
+    cluster = cluster_totals(nodes)
     if not _holds(cluster, needed):
         return "the group needs %s, the cluster has %s in total" % (
             json.dumps(needed, sort_keys=True), json.dumps(cluster, sort_keys=True))
@@ -501,11 +519,7 @@ def pending_message(job, timeout, nodes, outcome):
     :param outcome: str appended, what was done about it and how to fix it.
     :returns: str.
     """
-    offered = {}
-    for node in nodes:
-        if node["state"] == "ALIVE":
-            for key, value in schedulable_resources(node["resources_total"]).items():
-                offered[key] = offered.get(key, 0) + value
+    offered = cluster_totals(nodes)
     if job.get("entrypoint_resources") is None and job.get("entrypoint_num_cpus") is None:
         asked = "what its driver asks for"
     else:

@@ -270,11 +270,10 @@ def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
             if shape:
                 problems.append(shape)
     shaped = problems and problems[-1].startswith(("trainer.nnodes * trainer.n_gpus_per_node", "the job's shape"))
-    if check_gpus and not shaped:
-        pools = _verl_pools_problem(check, spec)
-        if pools:
-            problems.append(pools)
-    if not (problems and problems[-1].startswith("verl's resource pools")) and not shaped:
+    pools = _verl_pools_problem(check, spec) if check_gpus and not shaped else ""
+    if pools:
+        problems.append(pools)
+    if not pools and not shaped:
         request = placement_request_problem(check, check_gpus)
         if request:
             problems.append(request)

@@ -22,8 +22,8 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_create import JobD
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import (
     MlflowClient, MlflowHttpError, MlflowUnreachable, credentials_headers, job_run, ui_url)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    TERMINAL_STATUSES, JobModule, list_nodes, never_fits_reason, pending_message,
-    placement, schedulable_resources, status_name, summarize)
+    TERMINAL_STATUSES, JobModule, alive_offers, list_nodes, never_fits_reason, pending_message,
+    placement, status_name, summarize)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_refuse import mvp_submit_problems
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_submit_check import SubmitCheckError, look, verl_skipped_note
 
@@ -116,7 +116,7 @@ class RayJob(JobModule):
         if self.params["job_dir"]:
             demand = dict(self.params["entrypoint_resources"] or {})
             demand["CPU"] = demand.get("CPU", 0) + (self.params["entrypoint_num_cpus"] or 0)
-            offers = {n["node_ip"]: schedulable_resources(n["resources_total"]) for n in nodes if n["state"] == "ALIVE"}
+            offers = alive_offers(nodes)
             # The entrypoint as one bundle: the rule the placement-group deadline uses (mvp_ray.never_fits_reason).
             fits = never_fits_reason({"bundles": [{"unit_resources": demand}]}, nodes) is None
             note = {"by": "submit.yml (ray_job pending_timeout %s s)" % self.params["pending_timeout"], "why": message,

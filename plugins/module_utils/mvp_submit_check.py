@@ -15,7 +15,7 @@ import threading
 import time
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    job_info_or_none, list_nodes, schedulable_resources, status_name, summarize)
+    alive_offers, cluster_totals, job_info_or_none, list_nodes, status_name, summarize)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_retention import model_size
 
 
@@ -188,7 +188,7 @@ def storage_room(room):
 def start_verl_check(hydra, verl_checks, job_dir, submission_id, cluster_resources=None):
     """Start the snapshot's start-up checks (a subprocess) so they run while the rest is looked at.
 
-    :param cluster_resources: dict or None, the ALIVE nodes' resource totals (:func:`cluster_totals`): the
+    :param cluster_resources: dict or None, the ALIVE nodes' resource totals (mvp_ray.cluster_totals): the
         snapshot's placement groups are then recorded as its code would ask Ray for them (``placement_requests``).
     :returns: a handle for :func:`finish_verl_check`, or None without I(hydra) or I(verl_checks).
     """
@@ -269,7 +269,7 @@ def look(options, client, state, address):
         raise SubmitCheckError("Cannot list Ray nodes at %s: %s. Is the cluster up (site.yml)?" % (address, nodes_error),
                                result)
     result["summary"] = summarize(nodes, options.get("resource") or "worker_node")
-    result["offers"] = {n["node_ip"]: schedulable_resources(n["resources_total"]) for n in nodes if n["state"] == "ALIVE"}
+    result["offers"] = alive_offers(nodes)
     try:
         details = job_info_or_none(client, options["submission_id"])
     except (RuntimeError, OSError) as exc:
@@ -280,19 +280,6 @@ def look(options, client, state, address):
     result["reward_problem"], result["reward_seconds"] = finish_reward_check(reward)
     result["release"] = release_look(options.get("release"))
     return result
-
-
-def cluster_totals(nodes):
-    """Ray's ``cluster_resources()`` as a job on these nodes sees it: the ALIVE nodes' totals (dict name -> float).
-
-    :param nodes: list of node dicts (module_utils.mvp_ray.node_to_dict).
-    """
-    totals = {}
-    for node in nodes:
-        if node["state"] == "ALIVE":
-            for key, value in node["resources_total"].items():
-                totals[key] = totals.get(key, 0.0) + float(value)
-    return totals
 
 
 def release_look(release):
