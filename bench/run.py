@@ -13,12 +13,18 @@ Measured in one run on the local Docker engine, each figure the median of
                       down.yml): bring-up plus the data and code checks that find everything there
   raw_submit_running  `ray job submit --no-wait` on the head until the job is RUNNING
   submit_running      `submit.yml -e wait=false` from invocation until the job is RUNNING
-  site_cold_{1,2,4,8}w  cold cluster.yml bring-up with 1, 2, 4 and 8 workers
-  raw_bringup_{1,2,4,8}w  the raw baseline with as many workers (how the scripts themselves scale)
+  site_cold_{1,2,16}w  cold cluster.yml bring-up with 1, 2 and 16 workers (--sizes)
+  raw_bringup_{1,2,16}w  the raw baseline with as many workers (how the scripts themselves scale)
+  phase_<phase>_<N>w  where each cold bring-up's wall time went, under "phases" in the JSON: for
+                      cluster.yml from ansible-runner's events (each task's time until the next
+                      one starts, by the role it belongs to - PHASES: containers, checks, auth,
+                      head, tracking, workers; "startup" before the first play, "other" for the
+                      plays' own steps), for the raw scripts by step (containers, head, workers)
   idle_mem_{head,worker}_<N>w  after each sized bring-up, once the cluster has been idle for
                       --idle-wait seconds: the engine's memory use of the head container and of
                       each worker container (MiB, page cache left out as `docker stats` does),
-                      under "memory_mib" in the JSON (the worker figure over every worker)
+                      under "memory_mib" in the JSON (the worker figure over every worker);
+  idle_mem_tracking_<N>w  the MLflow tracking server's share of the head's figure (its processes' Pss)
 
 Every bring-up starts from no container, no network and an empty shared folder.
 
@@ -26,7 +32,7 @@ plus the ratios the goals are stated in. Uses its own containers (mvp-bench-*),
 network and shared folder, and removes them at the end. Needs the node image
 (images/node/build.sh) and the project venv on PATH.
 
-Usage: python bench/run.py [--repeat 3] [--sizes 1 2 4 8] [--out bench/results/latest.json]
+Usage: python bench/run.py [--repeat 3] [--sizes 1 2 16] [--out bench/results/latest.json]
        [--sizes-only | --submit-only] [-e VAR=VALUE ...] [--keep-going] [--no-raw] [--idle-wait 15]
 
 -e passes extra variables to every playbook run (for example ``-e mvp_ray_start_attempts=1`` to
@@ -45,8 +51,11 @@ import sys
 import tempfile
 import time
 import urllib.request
+from datetime import datetime
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "plugins", "module_utils"))
+import mvp_playbook_run  # noqa: E402  pylint: disable=wrong-import-position
 PREFIX = "mvp-bench"
 NETWORK = "mvp-bench-net"
 SHARED = "/var/tmp/mvp-bench/private"
@@ -95,8 +104,12 @@ def wait_workers(head, count, timeout=180):
     raise RuntimeError("workers did not register within %ss" % timeout)
 
 
-def raw_bringup(img, workers=2):
-    """What the old shell scripts did; returns seconds (the empty shared folder exists, as for the playbooks)."""
+def raw_bringup(img, workers=2, phases=None):
+    """What the old shell scripts did; returns seconds (the empty shared folder exists, as for the playbooks).
+
+    :param phases: dict or None; when given, filled with the seconds of each step: ``containers`` (network
+        and ``docker run``), ``head`` (``ray start --head``), ``workers`` (their ``ray start`` until registered).
+    """
     clean()
     os.makedirs(SHARED)
     start = time.time()
@@ -104,16 +117,21 @@ def raw_bringup(img, workers=2):
     for name in names(workers):
         sh(["docker", "run", "-d", "--init", "--name", name, "--hostname", name, "--network", NETWORK,
             "--shm-size", "1g", "-v", "%s:/private" % SHARED, img, "sleep", "infinity"])
+    marks = [time.time()]
     head = names(workers)[0]
     sh(["docker", "exec", head, RAY, "start", "--head", "--num-cpus=0", "--num-gpus=0",
         "--dashboard-host=0.0.0.0", "--disable-usage-stats"])
     head_ip = sh(["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
                   head]).stdout.strip()
+    marks.append(time.time())
     for name in names(workers)[1:]:
         sh(["docker", "exec", name, RAY, "start", "--address=%s:6379" % head_ip,
             '--resources={"worker_node": 100}', "--disable-usage-stats"])
     wait_workers(head, workers)
-    return time.time() - start
+    marks.append(time.time())
+    if phases is not None:
+        phases.update({"containers": marks[0] - start, "head": marks[1] - marks[0], "workers": marks[2] - marks[1]})
+    return marks[2] - start
 
 
 def inventory(tmp, workers):
@@ -150,6 +168,30 @@ def memory_mib(memory_stats):
     return round((memory_stats["usage"] - cache) / 1048576.0, 1)
 
 
+# Run in the head container by the node venv's Python: the proportional set size (Pss, smaps_rollup, proc(5)) of
+# the MLflow tracking server's processes (command lines under its venv /opt/mvp/mlflow/), in KiB.
+TRACKING_PSS = (
+    "import os\n"
+    "total = 0\n"
+    "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+    "    try:\n"
+    "        if b'/opt/mvp/mlflow/' not in open('/proc/%s/cmdline' % pid, 'rb').read():\n"
+    "            continue\n"
+    "        total += sum(int(line.split()[1]) for line in open('/proc/%s/smaps_rollup' % pid)\n"
+    "                     if line.startswith('Pss:'))\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "print(total)\n")
+
+
+def tracking_memory(head):
+    """MiB (float, 0.1) the MLflow tracking server's processes take in the head container ``head`` (their Pss).
+
+    :raises subprocess.CalledProcessError: when the probe cannot run in the container.
+    """
+    return round(int(sh(["docker", "exec", head, PY, "-c", TRACKING_PSS]).stdout.strip() or 0) / 1024.0, 1)
+
+
 def idle_memory(workers, settle):
     """Memory of the idle bench cluster: MiB of the head container and of each worker container.
 
@@ -182,10 +224,83 @@ EXTRA_VARS = []
 # Output of the last successful playbook run (the sized bring-ups count the workers' retried starts in it).
 LAST_OUTPUT = {"text": ""}
 
+# The phase of a cluster.yml task, by the role it belongs to (ansible-runner's ``event_data.role``, the
+# role's short name): the phases issue 52 names. A task of no role counts as "other" (the plays' own steps).
+PHASES = {"docker_host": "containers", "containers": "containers", "running_jobs": "checks",
+          "preflight": "checks", "shared_storage": "checks", "ray_auth_token": "auth", "ray_head": "head",
+          "mlflow_server": "tracking", "ray_worker": "workers"}
+PHASE_ORDER = ["startup", "containers", "checks", "auth", "head", "tracking", "workers", "other"]
 
-def playbook(inv, path, *extra):
-    """Run a playbook; return seconds. Raises RuntimeError with the output's tail when it fails."""
+
+def _when(event):
+    """Seconds since the epoch of an ansible-runner event (its ``created``, ISO 8601 with the UTC offset)."""
+    return datetime.fromisoformat(event["created"]).timestamp()
+
+
+def phase_seconds(events, started, ended=None, phase_of=None):
+    """Where the wall time of one playbook run went, by phase.
+
+    Each task counts from its ``playbook_on_task_start`` event until the next task or play starts (or the
+    ``playbook_on_stats`` event): its hosts run in parallel, so the phases add up to the wall time.
+
+    :param events: list of ansible-runner event dicts (``event``, ``created``, ``event_data.role``), in order.
+    :param started: float, seconds since the epoch when ``ansible-playbook`` was started: the time until the
+        first event is "startup" (Python, Ansible, the inventory and the playbook parsed).
+    :param ended: float or None, seconds since the epoch when the run returned: the time after the last
+        event counts as "other".
+    :param phase_of: dict role short name -> phase (default PHASES); a task of another role, or of none, and
+        the time between a play's start and its first task count as "other".
+    :returns: dict phase -> seconds (float, >= 0), every phase that took time.
+    :raises KeyError: when an event has no ``created`` (not an ansible-runner event).
+    """
+    phase_of = PHASES if phase_of is None else phase_of
+    out = {}
+    current, since = "startup", started
+    for event in events:
+        kind = event.get("event")
+        if kind not in ("playbook_on_task_start", "playbook_on_play_start", "playbook_on_stats",
+                        "playbook_on_start"):
+            continue
+        now = _when(event)
+        out[current] = out.get(current, 0.0) + max(0.0, now - since)
+        role = ((event.get("event_data") or {}).get("role") or "").rsplit(".", 1)[-1]
+        current = phase_of.get(role, "other") if kind == "playbook_on_task_start" else "other"
+        since = now
+    if ended is not None:
+        out[current] = out.get(current, 0.0) + max(0.0, ended - since)
+    return {name: round(seconds, 3) for name, seconds in out.items() if seconds > 0}
+
+
+def playbook(inv, path, *extra, phases=None):
+    """Run a playbook; return its wall seconds.
+
+    With ``phases`` (a dict) the playbook runs through ansible-runner (mvp_playbook_run, as the job controller
+    runs its playbooks) and ``phases`` is filled with ``phase_seconds`` of its events; else through
+    ``ansible-playbook`` itself (what a user types; the submit measures).
+    :raises RuntimeError: with the output's tail, or the failed tasks, when it fails.
+    """
     start = time.time()
+    if phases is not None:
+        with tempfile.TemporaryDirectory(prefix="mvp-bench-runner-") as private:
+            extra_vars = dict(var.split("=", 1) for var in EXTRA_VARS)
+            for flag, var in zip(extra[::2], extra[1::2]):
+                if flag == "-e":
+                    extra_vars.update([var.split("=", 1)])
+            result = mvp_playbook_run.run(os.path.join(ROOT, path), [inv], private, "run", extra_vars=extra_vars,
+                                          envvars=mvp_playbook_run.runner_env(os.path.join(ROOT, "ansible.cfg")),
+                                          project_dir=ROOT)
+            seconds = time.time() - start
+            events = []
+            folder = os.path.join(result["artifacts"], "job_events")
+            for name in sorted(os.listdir(folder), key=lambda n: int(n.split("-", 1)[0])):
+                with open(os.path.join(folder, name)) as handle:
+                    events.append(json.load(handle))
+        LAST_OUTPUT["text"] = "\n".join(json.dumps((e.get("event_data") or {}).get("res") or {}) for e in events)
+        if result["rc"]:
+            raise RuntimeError("%s failed:\n%s" % (path, "\n".join(
+                "fatal: %s %s msg: %s" % (t["host"], t["task"], t["msg"][:500]) for t in result["failed_tasks"])))
+        phases.update(phase_seconds(events, start, start + seconds))
+        return seconds
     argv = ["ansible-playbook", "-i", inv, os.path.join(ROOT, path)] + list(extra)
     for var in EXTRA_VARS:
         argv += ["-e", var]
@@ -243,6 +358,26 @@ def submit_pair(inv, head, tag, record):
     record("submit_running", time.time() - start)
 
 
+def print_phases(phases):
+    """Print the cold bring-ups' phases as a table: one row per phase, one column per size and kind (medians)."""
+    columns = sorted({key.split("_", 1)[0] + "_" + key.rsplit("_", 1)[-1] for key in phases},
+                     key=lambda c: (int(c.rsplit("_", 1)[-1].rstrip("w")), c))
+    if not columns:
+        return
+    print("\n| phase (median s) | %s |\n|---|%s" % (" | ".join(
+        ("raw " if c.startswith("raw") else "cluster.yml ") + c.rsplit("_", 1)[-1] for c in columns),
+        "---|" * len(columns)))
+    for name in PHASE_ORDER:
+        cells = []
+        for column in columns:
+            prefix, size = ("raw_phase", column.rsplit("_", 1)[-1]) if column.startswith("raw") else \
+                ("phase", column.rsplit("_", 1)[-1])
+            value = phases.get("%s_%s_%s" % (prefix, name, size))
+            cells.append("%.1f" % value["median"] if value else "-")
+        if any(cell != "-" for cell in cells):
+            print("| %s | %s |" % (name, " | ".join(cells)))
+
+
 def summary(values):
     """Median, min and max (seconds, or MiB for the memory figures), rounded, and every value."""
     return {"median": round(statistics.median(values), 2), "min": round(min(values), 2),
@@ -253,9 +388,9 @@ def main():
     """Run the benchmarks, print the table and write the JSON file."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--sizes", type=int, nargs="*", default=[1, 2, 4, 8])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1, 2, 16])
     parser.add_argument("--out", default=os.path.join(ROOT, "bench/results/latest.json"))
-    parser.add_argument("--sizes-only", action="store_true", help="only the 1..8 worker bring-ups")
+    parser.add_argument("--sizes-only", action="store_true", help="only the sized bring-ups (--sizes)")
     parser.add_argument("--submit-only", action="store_true",
                         help="one 2-worker cluster, then only raw_submit_running and submit_running, --repeat times")
     parser.add_argument("-e", "--extra-vars", action="append", default=[], help="VAR=VALUE for every playbook")
@@ -269,18 +404,28 @@ def main():
     img = image()
     runs = {}
     memory = {}
+    phase_runs = {}
 
-    def record(key, value):
+    def record(key, value, phases=None, prefix="phase"):
         runs.setdefault(key, []).append(value)
         print("  %-20s %6.1fs" % (key, value), flush=True)
+        size = key.rsplit("_", 1)[-1]
+        for name in PHASE_ORDER:
+            if name in (phases or {}):
+                phase_runs.setdefault("%s_%s_%s" % (prefix, name, size), []).append(phases[name])
+        if phases:
+            print("  %-20s %s" % ("", ", ".join("%s %.1f" % (n, phases[n]) for n in PHASE_ORDER if n in phases)),
+                  flush=True)
 
     with tempfile.TemporaryDirectory() as tmp:
         inv2 = inventory(tmp, 2)
         head = names(2)[0]
         for i in range(0 if args.sizes_only or args.submit_only else args.repeat):
-            record("raw_bringup_2w", raw_bringup(img))
+            raw = {}
+            record("raw_bringup_2w", raw_bringup(img, phases=raw), raw, "raw_phase")
             fresh()
-            record("site_cold_2w", playbook(inv2, "playbooks/cluster.yml"))
+            cold = {}
+            record("site_cold_2w", playbook(inv2, "playbooks/cluster.yml", phases=cold), cold)
             playbook(inv2, "site.yml")  # data + code, so submit.yml has what it validates
             record("site_noop_2w", playbook(inv2, "site.yml"))
             record("cluster_noop_2w", playbook(inv2, "playbooks/cluster.yml"))
@@ -297,18 +442,23 @@ def main():
             inv = inventory(tmp, size)
             for _ in range(args.repeat):
                 if not args.no_raw:
-                    record("raw_bringup_%dw" % size, raw_bringup(img, size))
+                    raw = {}
+                    record("raw_bringup_%dw" % size, raw_bringup(img, size, phases=raw), raw, "raw_phase")
                 fresh()
                 try:
-                    record("site_cold_%dw" % size, playbook(inv, "playbooks/cluster.yml"))
+                    cold = {}
+                    record("site_cold_%dw" % size, playbook(inv, "playbooks/cluster.yml", phases=cold), cold)
                     # ray_worker's "joined at attempt N" lines: workers whose first `ray start` failed.
                     retried = LAST_OUTPUT["text"].count(" joined at attempt ")
                     runs.setdefault("retried_starts_%dw" % size, []).append(retried)
                     head_mib, worker_mib = idle_memory(size, args.idle_wait)
+                    tracking_mib = tracking_memory(names(size)[0])
                     memory.setdefault("idle_mem_head_%dw" % size, []).append(head_mib)
+                    memory.setdefault("idle_mem_tracking_%dw" % size, []).append(tracking_mib)
                     memory.setdefault("idle_mem_worker_%dw" % size, []).extend(worker_mib)
-                    print("  %-20s head %.0f MiB, workers %.0f MiB each (median)" % (
-                        "idle_mem_%dw" % size, head_mib, statistics.median(worker_mib)), flush=True)
+                    print("  %-20s head %.0f MiB (the tracking server's processes %.0f MiB of it), workers %.0f MiB "
+                          "each (median)" % ("idle_mem_%dw" % size, head_mib, tracking_mib,
+                                             statistics.median(worker_mib)), flush=True)
                 except RuntimeError as exc:
                     if not args.keep_going:
                         raise
@@ -333,20 +483,25 @@ def main():
         ratios["cold_8w_vs_1w"] = round(med["site_cold_8w"] / med["site_cold_1w"], 2)
     if "raw_bringup_1w" in med and "raw_bringup_8w" in med:  # not with --no-raw
         ratios["raw_8w_vs_1w"] = round(med["raw_bringup_8w"] / med["raw_bringup_1w"], 2)
+    for size in (1, 2):
+        if "site_cold_%dw" % size in med and "raw_bringup_%dw" % size in med:
+            ratios["cold_minus_raw_%dw_s" % size] = round(med["site_cold_%dw" % size] - med["raw_bringup_%dw" % size], 2)
     if "site_cold_16w" in med and "raw_bringup_16w" in med:
         ratios["cold_vs_raw_16w"] = round(med["site_cold_16w"] / med["raw_bringup_16w"], 2)
     if "site_cold_16w" in med and "site_cold_1w" in med:
         ratios["cold_16w_vs_1w"] = round(med["site_cold_16w"] / med["site_cold_1w"], 2)
     goals = {"cold_vs_raw_2w": "<= 1.3", "noop_vs_cold_2w": "<= 0.5", "cluster_noop_vs_cold_2w": "<= 0.5",
-             "submit_minus_raw_s": "<= 2 (issue 27)",
+             "submit_minus_raw_s": "<= 2 (issues 27, 52)",
+             "cold_minus_raw_1w_s": "<= 4 (issue 52)", "cold_minus_raw_2w_s": "<= 4 (issue 52)",
              "cold_8w_vs_1w": "<= 2", "raw_8w_vs_1w": "(reference: the raw scripts' own scaling)",
-             "cold_vs_raw_16w": "<= 1 (issue 27)", "cold_16w_vs_1w": "<= 2 (issue 27)"}
+             "cold_vs_raw_16w": "<= 1.1 (issue 52)", "cold_16w_vs_1w": "<= 2 (issue 27)"}
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "extra_vars": EXTRA_VARS, "forks": os.environ.get("ANSIBLE_FORKS", "ansible.cfg"),
               "failures": failures,
               "machine": "%s, %d cores, %s" % (platform.machine(), os.cpu_count(), platform.platform()),
               "repeat": args.repeat, "seconds": result, "ratios": ratios, "goals": goals,
-              "memory_mib": {k: summary(v) for k, v in memory.items()}}
+              "memory_mib": {k: summary(v) for k, v in memory.items()},
+              "phases": {k: summary(v) for k, v in phase_runs.items()}}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as handle:
         json.dump(report, handle, indent=2)
@@ -355,6 +510,7 @@ def main():
         print("| %s | %.1f | %.1f | %.1f |" % (key, value["median"], value["min"], value["max"]))
     for key, value in report["memory_mib"].items():
         print("| %s (MiB) | %.0f | %.0f | %.0f |" % (key, value["median"], value["min"], value["max"]))
+    print_phases(report["phases"])
     print("\n| ratio | value | goal |\n|---|---|---|")
     for key, value in ratios.items():
         print("| %s | %s | %s |" % (key, value, goals[key]))

@@ -726,7 +726,8 @@ def _mlflow(entry, overrides, field_of, defaults, workload, submission_id):
     attempt, ``defaults['restart']['run']``, continues it).
 
     :returns: dict ``experiment``, ``run_name``, ``port`` (int), ``ui_url`` (str, '' for the head's
-        node IP), ``credentials_file`` (the server's basic-auth config on the head, '' without auth);
+        node IP), ``credentials_file`` (the server's basic-auth config on the head, '' without auth),
+        ``service_dir`` (the server's service folder on the head: a server still starting there is waited for);
         None for a script or with ``defaults['mlflow']['enabled']`` false.
     :raises JobSpecError: trainer.logger asks for mlflow while the cluster runs no tracking server.
     """
@@ -743,7 +744,8 @@ def _mlflow(entry, overrides, field_of, defaults, workload, submission_id):
         overrides["trainer.logger"] = (loggers or ["console"]) + ["mlflow"]
     return {"experiment": workload, "run_name": (defaults.get("restart") or {}).get("run") or submission_id,
             "port": int(tracking.get("port") or 5000), "ui_url": tracking.get("ui_url") or "",
-            "credentials_file": tracking.get("credentials_file") or ""}
+            "credentials_file": tracking.get("credentials_file") or "",
+            "service_dir": tracking.get("service_dir") or ""}
 
 
 def _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, metrics, watchdog, shape):

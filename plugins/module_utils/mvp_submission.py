@@ -25,6 +25,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     TERMINAL_STATUSES, JobModule, alive_offers, list_nodes, never_fits_reason, pending_message,
     placement, status_name, summarize)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_refuse import mvp_submit_problems
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_service import paths as service_paths, running_pid
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_submit_check import SubmitCheckError, look, verl_skipped_note
 
 
@@ -81,10 +82,36 @@ MLFLOW_OPTIONS = dict(
     tags=dict(type="dict", default={}),
     artifacts=dict(type="list", elements="path", default=[]),
     credentials_file=dict(type="path", default=""),
+    service_dir=dict(type="path", default=""),
+    start_timeout=dict(type="int", default=120),
     record_file=dict(type="path"),
     runtime_env_file=dict(type="path"),
     timeout=dict(type="int", default=10),
 )
+
+
+def wait_for_starting_server(client, service_dir, timeout, sleep=time.sleep, clock=time.monotonic,
+                             pid_of=running_pid):
+    """Wait for a tracking server that was started but does not answer yet (cluster.yml does not wait for it).
+
+    :param client: MlflowClient of the server (its ``healthy(timeout)``).
+    :param service_dir: str, the server's service folder (``<service_dir>/mlflow.pid``, module ray_mlflow_server);
+        '' - nothing is waited for.
+    :param timeout: float, seconds to wait at most.
+    :param pid_of: callable(pid_file) -> int or None, the running server's pid (mvp_service.running_pid).
+    :returns: float or None: seconds waited until it answered; None when it answered at once, when no server
+        of ours runs there (not started, or ended - waiting would not help), or when it did not answer in time
+        (the tracking call that follows then says why not).
+    """
+    if not service_dir or client.healthy(timeout=2):
+        return None
+    pid_file = service_paths(service_dir, "mlflow")["pid"]
+    start = clock()
+    while pid_of(pid_file) is not None and clock() - start < timeout:
+        sleep(0.5)
+        if client.healthy(timeout=2):
+            return round(clock() - start, 1)
+    return None
 
 
 class RayJob(JobModule):
@@ -180,6 +207,7 @@ class RayJob(JobModule):
         files = (params["job_dir"] or {}).get("files") or {}
         client = MlflowClient("http://127.0.0.1:%d" % opts["port"], timeout=opts["timeout"],
                               headers=credentials_headers(opts["credentials_file"]))
+        waited = wait_for_starting_server(client, opts["service_dir"], opts["start_timeout"])
         try:
             # The ALIVE head as the look just read it (I(check)), else as Ray's node table says now.
             summary = (checked.get("check") or {}).get("summary") or summarize(
@@ -198,6 +226,9 @@ class RayJob(JobModule):
             files[opts["runtime_env_file"]] = json.dumps(params["runtime_env"], indent=4, sort_keys=True) + "\n"
         if opts["record_file"]:
             files[opts["record_file"]] = json.dumps(run, indent=4, sort_keys=True) + "\n"
+        if waited is not None:
+            return {"mlflow": run, "note": " Tracked in MLflow once its server, still starting, answered (%.1f s)."
+                    % waited}
         return {"mlflow": run}
 
     def prepare(self):

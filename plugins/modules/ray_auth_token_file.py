@@ -49,6 +49,14 @@ options:
       - Keep the token already in I(path) (mode C(0600) only), or write a new random one there when it is missing.
     type: bool
     default: false
+  authentication_mode_url:
+    description:
+      - Also ask a running Ray head, in the same call, whether it requires the token - Ray's public
+        C(GET /api/authentication_mode) on its dashboard (for example C(http://127.0.0.1:8265/api/authentication_mode)
+        on the head) - and return its answer as C(authentication_mode). Saves the play a task of its own.
+      - Empty - nothing is asked.
+    type: str
+    default: ""
 author: MVP project (@mvp)
 """
 
@@ -77,13 +85,21 @@ written:
   description: Whether the token was (or, in check mode, would be) written now.
   type: bool
   returned: always
+authentication_mode:
+  description: >-
+    The running head's answer to I(authentication_mode_url) (C(token), C(disabled), ...); empty when nothing was
+    asked, no Ray runs there (connection refused), or the head predates the endpoint (404).
+  type: str
+  returned: always
 """
 
+import json
 import os
 import secrets
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import fetch_url
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import octal_mode, write_text_if_changed
 
 TOKEN_MODE = 0o600
@@ -161,6 +177,22 @@ def generate_token(path, dir_mode, check_mode=False):
     return True, ""
 
 
+def authentication_mode(module, url):
+    """The running head's ``authentication_mode`` from Ray's ``GET /api/authentication_mode`` at ``url`` (str).
+
+    :returns: str, '' when ``url`` is empty, nothing answers, the answer is not 200 or not JSON with that key.
+    """
+    if not url:
+        return ""
+    response, info = fetch_url(module, url, timeout=10)
+    if info.get("status") != 200 or response is None:
+        return ""
+    try:
+        return str(json.loads(response.read().decode("utf-8")).get("authentication_mode") or "")
+    except (ValueError, AttributeError):
+        return ""
+
+
 def main():
     """Module entry point."""
     module = AnsibleModule(
@@ -169,6 +201,7 @@ def main():
             token=dict(type="str", no_log=True),
             dir_mode=dict(type="str", default="0777"),
             generate=dict(type="bool", default=False),
+            authentication_mode_url=dict(type="str", default=""),
         ),
         mutually_exclusive=[("token", "generate")],
         supports_check_mode=True,
@@ -184,7 +217,8 @@ def main():
                                  % (params["path"], exc.strerror or exc))
         if problem:
             module.fail_json(msg=problem, path=params["path"])
-        module.exit_json(changed=changed, path=params["path"], written=changed)
+        module.exit_json(changed=changed, path=params["path"], written=changed,
+                         authentication_mode=authentication_mode(module, params["authentication_mode_url"]))
     if not params["token"]:
         module.fail_json(msg="token is empty: set mvp_ray_auth_token, or leave it empty to have site.yml generate "
                              "one (mvp_ray_auth_token_file)")
@@ -197,7 +231,8 @@ def main():
     except OSError as exc:
         module.fail_json(msg="cannot write the Ray auth token file %s (mvp_ray_auth_token_path): %s"
                              % (params["path"], exc.strerror or exc))
-    module.exit_json(changed=changed, path=params["path"], written=written)
+    module.exit_json(changed=changed, path=params["path"], written=written,
+                     authentication_mode=authentication_mode(module, params["authentication_mode_url"]))
 
 
 if __name__ == "__main__":

@@ -312,6 +312,18 @@ options:
             password are sent (module_utils C(mvp_mlflow.credentials_headers)). Empty - the server asks for none.
         type: path
         default: ""
+      service_dir:
+        description:
+          - The tracking server's service folder on the head (role mlflow_server's, module M(mvp.ray.ray_mlflow_server)).
+            While the server started there does not answer yet (C(cluster.yml) does not wait for its start), the
+            submission waits for it up to I(start_timeout) seconds and the job is tracked once it answers; a
+            server that is not running is not waited for. Empty - never waited for.
+        type: path
+        default: ""
+      start_timeout:
+        description: Seconds a submission waits for a tracking server still starting (I(service_dir)).
+        type: int
+        default: 120
       record_file:
         description: Path among I(job_dir)'s files that receives the run's record (JSON, the C(mlflow) result).
         type: path

@@ -82,8 +82,22 @@ options:
         (C(answered=false)), so the play goes on while it starts; a later call with the same settings and
         C(wait=true) waits for that start (a server still starting from the same command is given
         I(timeout) seconds before it counts as not answering) - C(changed=false) once it answers.
+      - With C(false), a server still starting from the same command (started less than I(timeout) seconds ago)
+        is left to start (C(changed=false), C(answered=false), C(reason=starting)) - a play can look once
+        whether it answers yet without waiting.
     type: bool
     default: true
+  auth_config_path:
+    description:
+      - File the server's basic-auth config is written to (C(MLFLOW_AUTH_CONFIG_PATH) in I(env)), mode 0600, in
+        the same call, before the server is looked at; its folder is made (0700, as I(service_dir)). Rewritten only
+        when its text differs. Empty - no file is written.
+    type: path
+    default: ""
+  auth_config_text:
+    description: The basic-auth config's text (MLflow's C(basic_auth.ini) format; it holds the password - never shown).
+    type: str
+    default: ""
 """
 
 EXAMPLES = r"""
@@ -116,8 +130,14 @@ answered:
   description: True when the server answered C(/health) before this call returned (false with I(wait=false) after a start).
   returned: state=started
   type: bool
+auth_config_changed:
+  description: True when this call wrote (or, in check mode, would write) I(auth_config_path).
+  returned: state=started
+  type: bool
 reason:
-  description: Why it was started or left alone (C(answers), C(not running), C(settings changed)).
+  description: >-
+    Why it was started or left alone (C(answers), C(starting), C(not running), C(not answering),
+    C(settings changed)).
   returned: always
   type: str
 log:
@@ -156,6 +176,56 @@ def server_spec(params):
             "cwd": store}
 
 
+def decide(pid, answers, same, wait, age, timeout):
+    """What to do with the server, from what this call found.
+
+    :param pid: int or None, the server this module started (its pid file), while it runs.
+    :param answers: bool, ``/health`` answered on the port.
+    :param same: bool, the service file holds this call's command, environment and log.
+    :param wait: bool, the I(wait) option.
+    :param age: float or None, seconds since that server was started (its pid file's age).
+    :param timeout: int, seconds a start may take (I(timeout)).
+    :returns: str, one of ``keep`` (it answers from this command), ``wait`` (it is starting from this command:
+        wait for it), ``starting`` (the same, but the caller does not wait: leave it), ``check port`` (none of
+        ours runs: see who holds the port, then start), ``restart`` (ours runs with other settings, or does
+        not answer after ``timeout``).
+    """
+    if pid is None:
+        return "check port"
+    if same and answers:
+        return "keep"
+    if same and (age is None or age < timeout):
+        return "wait" if wait else "starting"
+    return "restart"
+
+
+def write_auth_config(path, text, check_mode):
+    """Write the basic-auth config ``text`` to ``path`` (0600; folder 0700) unless it already holds it.
+
+    :returns: bool, whether it was (or in check mode would be) written.
+    :raises OSError: the folder or the file cannot be written.
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == text and (os.stat(path).st_mode & 0o777) == 0o600:
+                return False
+    except (OSError, UnicodeDecodeError):
+        pass
+    if not check_mode:
+        folder = os.path.dirname(path)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        write_text_atomic(path, text, mode=0o600)
+    return True
+
+
+def age_of(path):
+    """Seconds since ``path`` was last written (float), None when it is missing."""
+    try:
+        return max(0.0, time.time() - os.stat(path).st_mtime)
+    except OSError:
+        return None
+
+
 def log_tail(path, lines=20):
     """The last lines of the server's log (str), '' when unreadable."""
     try:
@@ -183,6 +253,8 @@ def main():
             extra_args=dict(type="list", elements="str", default=[]),
             timeout=dict(type="int", default=120),
             wait=dict(type="bool", default=True),
+            auth_config_path=dict(type="path", default=""),
+            auth_config_text=dict(type="str", default="", no_log=True),
         ),
         required_if=[("state", "started", ["store_dir"])],
         supports_check_mode=True,
@@ -202,15 +274,28 @@ def main():
                          % params["mlflow"])
     spec = server_spec(params)
     client = MlflowClient("http://127.0.0.1:%d" % params["port"], headers={})
-    result = dict(url=client.address, log=spec["log"], store_dir=params["store_dir"])
+    result = dict(url=client.address, log=spec["log"], store_dir=params["store_dir"], auth_config_changed=False)
+    if params["auth_config_path"]:
+        try:
+            result["auth_config_changed"] = write_auth_config(params["auth_config_path"], params["auth_config_text"],
+                                                              module.check_mode)
+        except OSError as exc:
+            module.fail_json(msg="Could not write the tracking server's auth config %s: %s"
+                             % (params["auth_config_path"], exc), **result)
     pid = running_pid(where["pid"])
     answers = client.healthy()
     same = read_spec(where["spec"]) == spec
-    if not answers and pid is not None and same and params["wait"] and not module.check_mode:
+    action = decide(pid, answers, same, params["wait"] and not module.check_mode, age_of(where["pid"]),
+                    params["timeout"])
+    if action == "wait":
         # started from this command a moment ago (wait=false) and still starting: its start is waited for
         answers = wait_healthy(client, where["pid"], time.time() + params["timeout"])
-    if answers and pid is not None and same:
-        module.exit_json(changed=False, started=False, answered=True, pid=pid, reason="answers", **result)
+        action = "keep" if answers else "restart"
+    changed = result["auth_config_changed"]
+    if action == "keep":
+        module.exit_json(changed=changed, started=False, answered=True, pid=pid, reason="answers", **result)
+    if action == "starting":
+        module.exit_json(changed=changed, started=False, answered=False, pid=pid, reason="starting", **result)
     if pid is None:
         holders = [describe(p)[1] for p in listening_pids(params["port"])]
         if holders or answers:

@@ -139,3 +139,43 @@ def test_cost_playbooks_are_one_play_on_the_ray_nodes_that_ansible_accepts(tmp_p
     listed = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
                              "--list-tasks", str(path)], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert listed.count("Cost | ") == tasks + 1  # the play's name and each task's
+
+
+def _event(kind, second, role=None):
+    """An ansible-runner event at ``second`` seconds past 12:00:00 UTC, of a task of ``role``."""
+    data = {"role": role} if role else {}
+    return {"event": kind, "created": "2026-11-27T12:00:%06.3f+00:00" % second, "event_data": data}
+
+
+def test_phase_seconds_counts_each_task_until_the_next_starts_by_its_role():
+    start = run._when(_event("playbook_on_start", 0))
+    events = [_event("playbook_on_start", 2.0), _event("playbook_on_play_start", 2.5),
+              _event("playbook_on_task_start", 3.0, "mvp.ray.containers"),
+              _event("runner_on_ok", 4.0, "mvp.ray.containers"),
+              _event("playbook_on_task_start", 7.0, "ray_head"),
+              _event("playbook_on_play_start", 11.0),
+              _event("playbook_on_task_start", 11.25, "mvp.ray.ray_worker"),
+              _event("playbook_on_task_start", 15.25, "mvp.ray.some_new_role"),
+              _event("playbook_on_task_start", 16.0, "mvp.ray.ray_worker"),
+              _event("playbook_on_stats", 17.0)]
+    phases = run.phase_seconds(events, start - 1.0, start + 17.5)
+    # startup: from the process start (1 s before 12:00:00) to the first event at 2 s.
+    assert phases["startup"] == pytest.approx(3.0)
+    assert phases["containers"] == pytest.approx(7.0 - 3.0)
+    assert phases["head"] == pytest.approx(11.0 - 7.0)
+    assert phases["workers"] == pytest.approx((15.25 - 11.25) + (17.0 - 16.0))
+    # the playbook's and plays' own steps, the unknown role, and the tail after the stats.
+    assert phases["other"] == pytest.approx((2.5 - 2.0) + (3.0 - 2.5) + (11.25 - 11.0) + (16.0 - 15.25) + 0.5)
+    assert sum(phases.values()) == pytest.approx(17.5 + 1.0)
+
+
+def test_phase_seconds_maps_every_cluster_role_to_a_named_phase():
+    roles = sorted(name for name in os.listdir(os.path.join(ROOT, "roles")))
+    played = set()
+    with open(os.path.join(ROOT, "playbooks", "cluster.yml")) as handle:
+        text = handle.read()
+    for role in roles:
+        if "mvp.ray.%s\n" % role in text:
+            played.add(role)
+    assert played and played <= set(run.PHASES), sorted(played - set(run.PHASES))
+    assert set(run.PHASES.values()) <= set(run.PHASE_ORDER)

@@ -435,7 +435,8 @@ def test_transfer_queue_jobs_take_the_cluster_lock_unless_the_legacy_trainer_is_
 def _tracking(spec_defaults, enabled=True, **more):
     """The builder's defaults with the head's MLflow tracking server (mvp_mlflow_*)."""
     return dict(spec_defaults, mlflow={"enabled": enabled, "port": 5123, "ui_url": "",
-                                       "credentials_file": "/tmp/ray/mvp-services/mlflow_auth.ini"}, **more)
+                                       "credentials_file": "/tmp/ray/mvp-services/mlflow_auth.ini",
+                                       "service_dir": "/tmp/ray/mvp-services"}, **more)
 
 
 @pytest.mark.parametrize("workload", ["sft", "grpo", "ppo"])
@@ -445,7 +446,8 @@ def test_with_a_tracking_server_a_trainer_logs_to_mlflow_beside_its_loggers(work
     assert result["trainer_overrides"]["trainer.logger"] == list(before) + ["mlflow"]
     assert "trainer.logger=[%s]" % ",".join(list(before) + ["mlflow"]) in result["entrypoint"]
     assert result["mlflow"] == {"experiment": workload, "run_name": "j-1", "port": 5123, "ui_url": "",
-                                "credentials_file": "/tmp/ray/mvp-services/mlflow_auth.ini"}
+                                "credentials_file": "/tmp/ray/mvp-services/mlflow_auth.ini",
+                                "service_dir": "/tmp/ray/mvp-services"}
     # The run's variables are set by ray_job at submission, never by the builder.
     assert not any(k.startswith("MLFLOW_") for k in result["runtime_env"]["env_vars"])
 
