@@ -295,7 +295,13 @@ def playbook(inv, path, *extra, phases=None):
             for name in sorted(os.listdir(folder), key=lambda n: int(n.split("-", 1)[0])):
                 with open(os.path.join(folder, name)) as handle:
                     events.append(json.load(handle))
-        LAST_OUTPUT["text"] = "\n".join(json.dumps((e.get("event_data") or {}).get("res") or {}) for e in events)
+        # The lines the play says (debug tasks' msg), once each: the workers' start notes are among them.
+        said = []
+        for event in events:
+            msg = ((event.get("event_data") or {}).get("res") or {}).get("msg") if event.get("event") == "runner_on_ok" \
+                else None
+            said.extend(msg if isinstance(msg, list) else [msg] if isinstance(msg, str) else [])
+        LAST_OUTPUT["text"] = "\n".join(said)
         if result["rc"]:
             raise RuntimeError("%s failed:\n%s" % (path, "\n".join(
                 "fatal: %s %s msg: %s" % (t["host"], t["task"], t["msg"][:500]) for t in result["failed_tasks"])))
@@ -449,8 +455,10 @@ def main():
                     cold = {}
                     record("site_cold_%dw" % size, playbook(inv, "playbooks/cluster.yml", phases=cold), cold)
                     # ray_worker's "joined at attempt N" lines: workers whose first `ray start` failed.
-                    retried = LAST_OUTPUT["text"].count(" joined at attempt ")
-                    runs.setdefault("retried_starts_%dw" % size, []).append(retried)
+                    notes = [line for line in LAST_OUTPUT["text"].splitlines() if " joined at attempt " in line]
+                    runs.setdefault("retried_starts_%dw" % size, []).append(len(notes))
+                    if notes:
+                        failures.setdefault("retried_start_notes_%dw" % size, []).extend(notes)
                     head_mib, worker_mib = idle_memory(size, args.idle_wait)
                     tracking_mib = tracking_memory(names(size)[0])
                     memory.setdefault("idle_mem_head_%dw" % size, []).append(head_mib)
