@@ -17,6 +17,7 @@ runs on a worker, where the collection is not installed), like ``mvp_verdict``.
 from __future__ import annotations
 
 import datetime
+import json
 import posixpath
 import random
 import re
@@ -129,3 +130,25 @@ def job_paths(directory):
 def job_file(directory, name):
     """One path of a job directory by its name in ``FILES`` (KeyError for an unknown name)."""
     return posixpath.join(directory, FILES[name])
+
+
+def queue_states(jobs):
+    """Each queued job's own gate record (``logs/queue.json``, written by mvp_gate.py), by submission id.
+
+    :param jobs: list of dicts as Ray's Jobs API gives them; a job's folder is its metadata's ``job_dir``
+        (every job the project submits carries it).
+    :returns: dict submission id -> dict; jobs without a folder and unreadable records are left out.
+    """
+    states = {}
+    for job in jobs or []:
+        job_dir = (job.get("metadata") or {}).get("job_dir")
+        if not job_dir or not job.get("submission_id"):
+            continue
+        try:
+            with open(job_file(job_dir, "queue"), encoding="utf-8") as handle:
+                state = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if isinstance(state, dict):
+            states[job["submission_id"]] = state
+    return states

@@ -66,6 +66,8 @@ POOL_RE = re.compile(r"^([A-Za-z0-9_.-]+)=(\d+)x(\d+):(\d+(?:\.\d+)?)$")
 ACTIVE = ("PENDING", "RUNNING")
 # The job tool every queued job's entrypoint starts with.
 GATE_TOOL = "mvp_gate.py"
+# The gate's option that carries a job's priority (a whole number; 0 when absent).
+PRIORITY_FLAG = "--priority"
 
 
 def _whole(value, default):
@@ -126,11 +128,17 @@ def describe(shape):
         p["gpus_per_node"], "s" if p["gpus_per_node"] != 1 else "", p["cpus_per_node"]) for p in pools)
 
 
-def pool_options(shape):
-    """The gate's ``--pool`` options for a shape: ``["--pool", "global_pool=2x1:10", ...]``."""
+def pool_options(shape, priority=0):
+    """The gate's queue options for a shape: ``["--pool", "global_pool=2x1:10", ...]``, and ``--priority N``
+    for a priority other than 0 (the default class's number, as Kubernetes gives a pod without a class).
+
+    :param shape: dict (:func:`job_shape`). :param priority: int, the job's priority (higher first).
+    """
     out = []
     for pool in (shape or {}).get("pools") or []:
         out += ["--pool", "%s=%dx%d:%g" % (pool["name"], pool["nodes"], pool["gpus_per_node"], pool["cpus_per_node"])]
+    if int(priority or 0) != 0:
+        out += [PRIORITY_FLAG, "%d" % int(priority)]
     return out
 
 
@@ -215,7 +223,7 @@ def shape_problem(shape, totals, keys_hint=None):
 
 
 def gate_options(entrypoint):
-    """The queue options of a job from its entrypoint: ``{"pools": [...], "locks": [...]}`` or None.
+    """The queue options of a job from its entrypoint: ``{"pools": [...], "locks": [...], "priority": int}`` or None.
 
     Only the options before the gate's ``--`` count (what comes after belongs to the program).
 
@@ -231,9 +239,9 @@ def gate_options(entrypoint):
             continue
         rest = words[index + 1:]
         rest = rest[:rest.index("--")] if "--" in rest else rest
-        out = {"pools": [], "locks": []}
+        out = {"pools": [], "locks": [], "priority": []}
         for flag, value in zip(rest, rest[1:] + [None]):
-            for name, key in (("--pool", "pools"), ("--lock", "locks")):
+            for name, key in (("--pool", "pools"), ("--lock", "locks"), (PRIORITY_FLAG, "priority")):
                 if flag == name and value is not None:
                     out[key].append(value)
                 elif flag.startswith(name + "="):
@@ -242,6 +250,10 @@ def gate_options(entrypoint):
             out["pools"] = [parse_pool(p) for p in out["pools"]]
         except ValueError:
             out["pools"] = []
+        try:
+            out["priority"] = int(out["priority"][-1]) if out["priority"] else 0
+        except ValueError:
+            out["priority"] = 0
         return out
     return None
 
@@ -251,21 +263,26 @@ def _status(job):
     return str(job.get("status", "")).rsplit(".", 1)[-1]
 
 
-def plan(jobs, totals):
-    """The queue: every active gated job in submission order, admitted or waiting, and why.
+def plan(jobs, totals, started=()):
+    """The queue: every active gated job in order, admitted or waiting, and why.
 
-    First come, first served: a job is admitted when every earlier job of the queue is, its locks
-    are free and its whole shape fits what the admitted jobs before it leave of the workers'
-    totals. A waiting job holds back every job behind it (none overtakes an earlier one), except a
-    job the ALIVE workers cannot hold at all (a lost node): it waits without blocking the queue.
+    The order: first the jobs whose program already started (they hold their resources), then the waiting
+    ones by priority (higher first, the gate's ``--priority``), then by submission time. Within that order,
+    first come, first served: a job is admitted when every job ahead of it is, its locks are free and its
+    whole shape fits what the admitted jobs before it leave of the workers' totals. A waiting job holds
+    back every job behind it (none overtakes it: no starvation within a priority), except a job the ALIVE
+    workers cannot hold at all (a lost node): it waits without blocking the queue.
 
     :param jobs: list of dicts as the Jobs API gives them (``/api/jobs/``: ``submission_id``,
         ``status``, ``start_time`` in ms, ``entrypoint``, ``type``).
     :param totals: dict node key -> {"GPU", "CPU"}: the ALIVE workers' totals.
+    :param started: collection of the submission ids whose gate already started the program (their
+        ``queue.json`` says ``admitted``: :func:`started_ids`).
     :returns: list of dicts ``{submission_id, position (1-based), state ("admitted"/"waiting"),
-        shape, locks, start_time, waits_for (str, "" when admitted), free_before (node -> resources
-        the admitted jobs ahead leave)}``.
+        shape, locks, priority (int), start_time, waits_for (str, "" when admitted), free_before
+        (node -> resources the admitted jobs ahead leave)}``.
     """
+    started = set(started or ())
     queue = []
     for job in jobs or []:
         if not job.get("submission_id") or _status(job) not in ACTIVE:
@@ -276,7 +293,8 @@ def plan(jobs, totals):
         if options is None:
             continue
         queue.append((job.get("start_time") or 0, job["submission_id"], options))
-    queue.sort(key=lambda item: (item[0], item[1]))
+    queue.sort(key=lambda item: (item[1] not in started, 0 if item[1] in started else -item[2]["priority"],
+                                 item[0], item[1]))
     free = {node: dict(res) for node, res in totals.items()}
     held_locks = {}
     holders = []
@@ -285,7 +303,7 @@ def plan(jobs, totals):
     for position, (start, sid, options) in enumerate(queue, 1):
         shape = shape_of_pools(options["pools"])
         entry = {"submission_id": sid, "position": position, "shape": shape, "locks": options["locks"],
-                 "start_time": start, "free_before": {n: dict(r) for n, r in free.items()}, "state": "waiting"}
+                 "priority": options["priority"], "start_time": start, "free_before": {n: dict(r) for n, r in free.items()}, "state": "waiting"}
         out.append(entry)
         taken = [lock for lock in options["locks"] if lock in held_locks]
         packed = pack(shape, free)
@@ -337,6 +355,15 @@ def admit(entry, ray_free):
                    % (describe(entry["shape"]), _node_text(ray_free)))
 
 
+def started_ids(states):
+    """The submission ids whose gate started the program, from each job's ``queue.json`` (``state: admitted``).
+
+    :param states: dict submission id -> that job's gate record (as ``mvp_job.queue_states`` reads them).
+    :returns: set of str.
+    """
+    return {sid for sid, own in (states or {}).items() if isinstance(own, dict) and own.get("state") == "admitted"}
+
+
 def queue_rows(entries, states):
     """The queue as ``status.yml`` shows it: the plan's entries with what each job's gate recorded.
 
@@ -353,6 +380,7 @@ def queue_rows(entries, states):
         started = own.get("state") == "admitted"
         rows.append({
             "submission_id": entry["submission_id"], "position": entry["position"],
+            "priority": entry.get("priority", 0),
             "state": "started" if started else "queued", "shape": describe(entry["shape"]),
             "locks": entry.get("locks") or [],
             "waits_for": "" if started else (own.get("waits_for") or entry.get("waits_for") or ""),
@@ -362,9 +390,10 @@ def queue_rows(entries, states):
 
 def row_line(row):
     """One line for a :func:`queue_rows` row."""
+    rank = ", priority %d" % row["priority"] if row.get("priority") else ""
     if row["state"] == "started":
-        return "%d. %s: started at %s, shape %s" % (
-            row["position"], row["submission_id"], row.get("admitted_at") or "?", row["shape"])
-    return "%d. %s: queued since %s, shape %s; waits for %s" % (
-        row["position"], row["submission_id"], row.get("since") or "its gate to start", row["shape"],
+        return "%d. %s: started at %s, shape %s%s" % (
+            row["position"], row["submission_id"], row.get("admitted_at") or "?", row["shape"], rank)
+    return "%d. %s: queued since %s, shape %s%s; waits for %s" % (
+        row["position"], row["submission_id"], row.get("since") or "its gate to start", row["shape"], rank,
         row.get("waits_for") or "its turn")

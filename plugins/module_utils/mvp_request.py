@@ -33,8 +33,12 @@ class JobSpecError(ValueError):
 REQUEST_KEYS = frozenset([
     "submission_id", "workload", "shared_root", "code_id", "code_path", "reward_fn_path",
     "model", "dataset", "ray", "trainer_overrides", "env_vars", "resume_from", "max_restarts",
-    "accept_unsupported_release",
+    "accept_unsupported_release", "priority",
 ])
+
+# The priority class of a request that names none, and the classes when the builder's defaults give none.
+DEFAULT_PRIORITY = "normal"
+PRIORITY_CLASSES = {"low": -100, "normal": 0, "high": 100}
 
 
 RAY_KEYS = frozenset(["address", "entrypoint_resources", "entrypoint_num_cpus", "runtime_env"])
@@ -408,6 +412,33 @@ def _max_restarts(request, entry, workload, defaults):
     return value
 
 
+def priority(request, defaults):
+    """The job's priority class and its number (the queue starts waiting jobs of a higher number first).
+
+    :param request: dict, the request (its ``priority``: a class name; absent - ``normal``).
+    :param defaults: dict, the builder's defaults (``priority_classes``: name -> whole number, the inventory's
+        ``mvp_priority_classes``; absent - ``PRIORITY_CLASSES``).
+    :returns: dict ``{"class": str, "value": int}``.
+    :raises JobSpecError: a class the inventory does not define (naming the classes), or a class whose number is
+        not a whole number (naming ``mvp_priority_classes``).
+    """
+    classes = defaults.get("priority_classes") or PRIORITY_CLASSES
+    if not isinstance(classes, dict):
+        _fail("mvp_priority_classes", "is a %s, not a mapping of class name -> number" % _kind(classes),
+              "give e.g. {low: -100, normal: 0, high: 100}")
+    name = request.get("priority")
+    name = DEFAULT_PRIORITY if name is None or name == "" else name
+    if not isinstance(name, str) or name not in classes:
+        _fail("priority", "%r is not a priority class of this cluster" % (name,),
+              "use one of %s (mvp_priority_classes)" % ", ".join("%s (%s)" % (k, v) for k, v in classes.items()))
+    value = classes[name]
+    if isinstance(value, bool) or not isinstance(value, int) and not (isinstance(value, str) and
+                                                                       value.lstrip("-").isdigit()):
+        _fail("mvp_priority_classes", "class %s has %r, not a whole number" % (name, value),
+              "give each class a whole number (higher goes first), e.g. high: 100")
+    return {"class": name, "value": int(value)}
+
+
 def _check_identity(request, catalog, defaults):
     """Check the request as a whole and the keys that place the job: workload, id, shared root, code.
 
@@ -564,4 +595,5 @@ def check_request(request, catalog, defaults):
     _merge_overrides(identity["entry"], identity["workload"], request, defaults)
     _check_env(request.get("env_vars"), "env_vars")
     _max_restarts(request, identity["entry"], identity["workload"], defaults)
+    priority(request, defaults)
     return {key: identity[key] for key in ("workload", "submission_id", "shared_root", "code_path")}

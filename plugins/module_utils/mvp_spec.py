@@ -28,7 +28,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_copies import installe
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import (  # noqa: F401 pylint: disable=unused-import
     HYDRA_SUBDIR, RELATIVE_RE, REQUEST_KEYS, JobSpecError, _as_list, _check_env, _check_identity,
     _check_request_ray, _check_text, _fail, _is_positive, _kind, _max_restarts, _merge_overrides,
-    accept_unsupported_release, mvp_loggers)
+    accept_unsupported_release, mvp_loggers, priority)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_retention import (
     DEFAULT_KEEP, RetentionError, keep_setting, retention)
 
@@ -432,7 +432,9 @@ def mvp_job_spec(request, catalog, defaults):
     metrics = (posixpath.join(job_dir, METRICS_FILE)
                if entry.get("module") and "file" in _as_list(overrides.get("trainer.logger")) else None)
     shape = _job_shape(entry, overrides, merged["field_of"])
-    entrypoint = _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, metrics, watchdog, shape)
+    job_priority = priority(request, defaults)
+    entrypoint = _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, metrics, watchdog, shape,
+                             job_priority["value"])
     if shape["pools"]:
         notes.append("queued by its whole shape, %s (%s): the trainer starts when it fits what is free and every "
                      "job submitted before it has started (mvp_gate.py: MVP_GATE_WAIT/MVP_GATE_GO in the driver log, "
@@ -485,6 +487,7 @@ def mvp_job_spec(request, catalog, defaults):
         "driver_device": device_set,
         "watchdog": watchdog if metrics else None,
         "max_restarts": max_restarts,
+        "priority": job_priority,
         "restart": defaults.get("restart") or None,
         "mlflow": mlflow,
         "request": request,
@@ -748,9 +751,10 @@ def _mlflow(entry, overrides, field_of, defaults, workload, submission_id):
             "service_dir": tracking.get("service_dir") or ""}
 
 
-def _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, metrics, watchdog, shape):
+def _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, metrics, watchdog, shape, rank=0):
     """The job's entrypoint: mvp_entry.py (driver log, watchdog) running the trainer or the project's script.
 
+    :param rank: int, the job's priority number: the gate's ``--priority`` (mvp_queue.pool_options; 0 leaves it out).
     :returns: str, one shell-quoted command line.
     """
     python = defaults.get("python", "python")
@@ -767,7 +771,7 @@ def _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, m
     lock = cluster_lock(entry, overrides)
     if shape["pools"] or lock:
         queue = _queue_settings(defaults.get("queue"))
-        gate = ([python, "-u", posixpath.join(tools, GATE_TOOL)] + mvp_queue.pool_options(shape)
+        gate = ([python, "-u", posixpath.join(tools, GATE_TOOL)] + mvp_queue.pool_options(shape, rank)
                 + (["--lock", lock] if lock else [])
                 + ["--log", job_paths(job_dir)["driver_log"],
                    "--dashboard-port", str(defaults.get("dashboard_port") or 8265),

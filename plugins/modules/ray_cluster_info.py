@@ -120,29 +120,13 @@ jobs:
        end_time: 1763726420000, driver_node_id: 5d1c..., entrypoint: python -u ...}
 """
 
-import json
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils import mvp_queue
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_running_jobs import active_jobs
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import job_file
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import queue_states
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     CONNECTION_ARGS, connect, job_row, list_job_actors, list_nodes, summarize)
-
-
-def queue_states(jobs):
-    """Each queued job's own ``logs/queue.json`` (mvp_gate.py), by submission id; unreadable ones left out."""
-    states = {}
-    for job in jobs:
-        job_dir = (job.get("metadata") or {}).get("job_dir")
-        if not job_dir or not job.get("submission_id"):
-            continue
-        try:
-            with open(job_file(job_dir, "queue"), encoding="utf-8") as handle:
-                states[job["submission_id"]] = json.load(handle)
-        except (OSError, ValueError):
-            continue
-    return states
 
 
 def main():
@@ -186,8 +170,10 @@ def main():
 
         result["active_jobs"] = active_jobs(result["jobs"], nodes, actor_ips)
     if module.params["queue"]:
-        entries = mvp_queue.plan(result["jobs"], mvp_queue.worker_totals(result["summary"]["alive_workers"]))
-        result["queue"] = mvp_queue.queue_rows(entries, queue_states(result["jobs"]))
+        states = queue_states(result["jobs"])
+        entries = mvp_queue.plan(result["jobs"], mvp_queue.worker_totals(result["summary"]["alive_workers"]),
+                                 mvp_queue.started_ids(states))
+        result["queue"] = mvp_queue.queue_rows(entries, states)
     module.exit_json(**result)
 
 

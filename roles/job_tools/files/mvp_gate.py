@@ -2,7 +2,7 @@
 """mvp_gate.py: the job queue's gate - start a job's program only when its whole shape fits and its turn came.
 
 Usage: python -u mvp_gate.py --log <job_dir>/logs/driver.log [--pool NAME=NODESxGPUS:CPUS ...]
-           [--lock NAME ...] [--dashboard-port PORT] [--poll SECONDS] [--max-wait SECONDS]
+           [--lock NAME ...] [--priority N] [--dashboard-port PORT] [--poll SECONDS] [--max-wait SECONDS]
            [--unfit-wait SECONDS] [--timeout SECONDS] -- <program> [args...]
 
 Why: Ray has no job queue. A verl trainer started while another job holds the GPUs fails at once
@@ -11,9 +11,10 @@ alone reserves part of its gang and waits forever, holding GPUs every later job 
 trainers also make cluster-wide state two jobs cannot share (verl 0.9.1's TransferQueue keeps one
 named ``TransferQueueController`` per cluster): such jobs take a **lock**.
 
-How: the queue is every PENDING or RUNNING Ray job whose entrypoint starts with this gate, in
-submission order (Ray's ``start_time``, then the id), read from the head's Jobs API
-(``/api/jobs/``). Each job's shape is its ``--pool`` options (one per resource pool verl will make:
+How: the queue is every PENDING or RUNNING Ray job whose entrypoint starts with this gate, read from the
+head's Jobs API (``/api/jobs/``): first the jobs whose program started (their ``logs/queue.json`` says
+``admitted``: they hold their resources), then the waiting ones by ``--priority`` (higher first; 0 when
+absent), then in submission order (Ray's ``start_time``, then the id). Each job's shape is its ``--pool`` options (one per resource pool verl will make:
 NODES node groups of GPUS GPUs and CPUS CPUs, each group on one node), its locks its ``--lock``
 options. ``mvp_queue.plan`` admits jobs first come, first served against the ALIVE workers' totals
 (Ray's GCS, the cluster status ``ray status`` shows); this job's program starts when the plan admits
@@ -40,7 +41,7 @@ import urllib.request
 
 import mvp_queue  # noqa: E402 - installed beside this file (plugins/module_utils/mvp_queue.py)
 from mvp_entry import auth_headers, write_json  # noqa: E402 - the job tool beside this file
-from mvp_job import job_file  # noqa: E402 - installed beside this file (plugins/module_utils/mvp_job.py)
+from mvp_job import job_file, queue_states  # noqa: E402 - installed beside this file (plugins/module_utils/mvp_job.py)
 
 # Exit codes of the gate itself (the program's own pass through).
 TIMEOUT_EXIT = 4
@@ -100,8 +101,11 @@ def read_workers(address, worker_resource):
 class Gate(object):
     """The waiting of one job: its place in the queue, its lines and its ``queue.json``."""
 
-    def __init__(self, me, pools, locks, emit, state_path, clock=time.time, started=None):
+    def __init__(self, me, pools, locks, emit, state_path, clock=time.time, started=None, priority=0,
+                 read_states=queue_states):
         self.me = me
+        self.priority = int(priority or 0)
+        self.read_states = read_states
         self.shape = mvp_queue.shape_of_pools(pools)
         self.locks = list(locks)
         self.emit = emit
@@ -110,7 +114,8 @@ class Gate(object):
         self.since = clock()
         self.said = None
         self.state = {"submission_id": me, "state": "waiting", "shape": self.shape, "locks": self.locks,
-                      "shape_text": mvp_queue.describe(self.shape), "since": stamp(self.since),
+                      "shape_text": mvp_queue.describe(self.shape), "priority": self.priority,
+                      "since": stamp(self.since),
                       "since_s": round(self.since, 3), "gate_started_s": round(started or self.since, 3)}
 
     def record(self, **changes):
@@ -124,7 +129,7 @@ class Gate(object):
 
     def look(self, jobs, totals, ray_free):
         """One look at the queue; True when the program may start. Says what changed."""
-        entries = mvp_queue.plan(jobs, totals)
+        entries = mvp_queue.plan(jobs, totals, mvp_queue.started_ids(self.read_states(jobs)))
         mine = next((e for e in entries if e["submission_id"] == self.me), None)
         if mine is None:  # not in the job list yet (or not gated): wait for the jobs already there
             mine = {"state": "waiting", "position": len(entries) + 1,
@@ -139,8 +144,9 @@ class Gate(object):
             self.record(state="waiting", position=mine["position"], queue_length=len(entries), waits_for=why,
                         unfit=mvp_queue.pack(self.shape, totals) is None)
             lock_note = " ".join(REASONS[lock] for lock in self.locks if lock in REASONS and "lock %s" % lock in why)
-            self.emit("MVP_GATE_WAIT=queued since %s, position %d of %d, shape %s; waits for %s%s\n" % (
-                stamp(self.since), mine["position"], len(entries), mvp_queue.describe(self.shape), why,
+            self.emit("MVP_GATE_WAIT=queued since %s, position %d of %d, shape %s%s; waits for %s%s\n" % (
+                stamp(self.since), mine["position"], len(entries), mvp_queue.describe(self.shape),
+                ", priority %d" % self.priority if self.priority else "", why,
                 (". " + lock_note) if lock_note else ""))
         return False
 
@@ -204,6 +210,8 @@ def main():
     parser.add_argument("--pool", action="append", default=[], type=mvp_queue.parse_pool,
                         help="a resource pool of the job: NAME=NODESxGPUS:CPUS (repeat per pool)")
     parser.add_argument("--lock", action="append", default=[], help="a cluster-wide lock the job takes")
+    parser.add_argument(mvp_queue.PRIORITY_FLAG, type=int, default=0,
+                        help="the job's priority: waiting jobs of a higher one go first (default 0)")
     parser.add_argument("--log", required=True, help="file that receives a copy of the gate's lines")
     parser.add_argument("--dashboard-port", type=int, default=8265, help="the head's dashboard port")
     parser.add_argument("--worker-resource", default="worker_node", help="the custom resource workers carry")
@@ -229,7 +237,7 @@ def main():
 
     # The job directory is the parent of the --log file's folder (as for mvp_entry.py).
     job_dir = os.path.dirname(os.path.dirname(os.path.abspath(args.log)))
-    gate = Gate(me, args.pool, args.lock, emit, job_file(job_dir, "queue"), started=started)
+    gate = Gate(me, args.pool, args.lock, emit, job_file(job_dir, "queue"), started=started, priority=args.priority)
 
     def stop_waiting(signum, _frame):
         gate.record(state="stopped", waits_for="", stopped_at=stamp())

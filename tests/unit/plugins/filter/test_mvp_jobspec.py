@@ -524,3 +524,33 @@ def test_an_id_or_code_id_with_a_trailing_newline_is_refused():
     assert is_submission_id("heldout-newline") and not is_submission_id("heldout-newline\n")
     with pytest.raises(JobSpecError, match="code_id"):
         _check_text({"code_id": "verl-0.9.1\n"}, "code_id", SUBMISSION_ID_RE)
+
+
+def test_a_request_names_its_priority_class_and_the_gate_gets_its_number(spec, catalog, spec_defaults):
+    normal = spec(workload="sft")
+    assert normal["priority"] == {"class": "normal", "value": 0}
+    # The default class (0) adds nothing to the entrypoint: the gate's default is 0.
+    assert "--priority" not in argv(normal["entrypoint"])
+    classes = {"low": -100, "normal": 0, "urgent": 250}
+    high = mvp_job_spec({"submission_id": "j-2", "workload": "sft", "priority": "urgent"}, catalog,
+                        dict(spec_defaults, priority_classes=classes))
+    assert high["priority"] == {"class": "urgent", "value": 250}
+    words = argv(high["entrypoint"])
+    gate_words = words[:words.index("--")]
+    assert gate_words[gate_words.index("--priority") + 1] == "250"
+    # A script (no shape) is never queued: no gate, whatever its priority.
+    assert "mvp_gate.py" not in spec(workload="selftest", priority="high")["entrypoint"]
+
+
+@pytest.mark.parametrize("request_priority, classes, field, words", [
+    ("urgent", None, "priority", "low (-100), normal (0), high (100)"),
+    (3, None, "priority", "not a priority class"),
+    ("high", {"high": "very"}, "mvp_priority_classes", "not a whole number"),
+    ("normal", ["normal"], "mvp_priority_classes", "not a mapping"),
+])
+def test_a_priority_the_cluster_does_not_define_is_refused_naming_the_field(request_priority, classes, field, words,
+                                                                              catalog, spec_defaults):
+    defaults = dict(spec_defaults, **({"priority_classes": classes} if classes is not None else {}))
+    with pytest.raises(Exception) as raised:
+        mvp_job_spec({"submission_id": "j-3", "workload": "sft", "priority": request_priority}, catalog, defaults)
+    assert field in str(raised.value) and words in str(raised.value)

@@ -94,25 +94,30 @@ def test_pack_uses_best_fit_so_a_big_group_still_finds_its_node():
     assert left == {"10.0.0.1": {"GPU": 0.0, "CPU": 7.0}, "10.0.0.2": {"GPU": 0.0, "CPU": 7.0}}
 
 
-def entry(pools=(), locks=()):
+def entry(pools=(), locks=(), priority=None):
     words = ["python", "-u", GATE]
     for pool in pools:
         words += ["--pool", pool]
     for lock in locks:
         words += ["--lock", lock]
+    if priority is not None:
+        words += ["--priority", str(priority)]
     words += ["--log", "/x/logs/driver.log", "--", "python", "-u", "mvp_entry.py", "--", "python", "-m", "m",
-              "--lock", "not-the-gates"]
+              "--lock", "not-the-gates", "--priority", "999"]
     return " ".join(shlex.quote(w) for w in words)
 
 
-def job(sid, start_s, pools=(), locks=(), status="RUNNING", **more):
+def job(sid, start_s, pools=(), locks=(), status="RUNNING", priority=None, **more):
     return dict({"submission_id": sid, "status": status, "start_time": int(start_s * 1000), "type": "SUBMISSION",
-                 "entrypoint": entry(pools, locks)}, **more)
+                 "entrypoint": entry(pools, locks, priority)}, **more)
 
 
 def test_gate_options_read_only_the_gates_own_arguments():
     options = mvp_queue.gate_options(entry(["global_pool=2x1:10"], ["transfer_queue"]))
-    assert options == {"pools": [mvp_queue.parse_pool("global_pool=2x1:10")], "locks": ["transfer_queue"]}
+    assert options == {"pools": [mvp_queue.parse_pool("global_pool=2x1:10")], "locks": ["transfer_queue"],
+                       "priority": 0}
+    assert mvp_queue.gate_options(entry(["g=1x1:1"], priority=-100))["priority"] == -100
+    assert mvp_queue.gate_options(entry(["g=1x1:1"], priority="high"))["priority"] == 0
     assert mvp_queue.gate_options("python -u mvp_entry.py -- python -m x") is None
     assert mvp_queue.gate_options("python 'unbalanced") is None
 
@@ -175,3 +180,43 @@ def test_queue_rows_take_the_gates_own_record():
         ("sft", "started", ""), ("grpo", "queued", "own words")]
     assert mvp_queue.row_line(rows[1]) == "2. grpo: queued since t2, shape 1 node x 1 GPU (3 CPUs each); waits for own words"
     assert mvp_queue.row_line(rows[0]).startswith("1. sft: started at t1")
+
+
+def test_pool_options_carry_a_priority_other_than_zero_and_the_gate_reads_it_back():
+    shape = mvp_queue.shape_of_pools([mvp_queue.parse_pool("global_pool=1x1:3")])
+    assert "--priority" not in mvp_queue.pool_options(shape)
+    assert mvp_queue.pool_options(shape, 0) == mvp_queue.pool_options(shape)
+    words = ["python", GATE] + mvp_queue.pool_options(shape, 100) + ["--log", "l", "--", "p"]
+    assert mvp_queue.gate_options(" ".join(words))["priority"] == 100
+
+
+def test_plan_puts_waiting_jobs_of_a_higher_priority_first_but_never_ahead_of_a_started_one():
+    cluster = totals((1, 16), (1, 16))
+    one = ["global_pool=1x1:3"]
+    jobs = [job("low-running", 1, one, priority=-100), job("normal-a", 2, one), job("normal-b", 3, one),
+            job("high", 4, one, priority=100), job("low-late", 5, one, priority=-100)]
+    # low-running's gate started its trainer: it holds one worker whatever the priorities.
+    plan = mvp_queue.plan(jobs, cluster, started={"low-running"})
+    assert [e["submission_id"] for e in plan] == ["low-running", "high", "normal-a", "normal-b", "low-late"]
+    assert states(plan) == {"low-running": ("admitted", 1), "high": ("admitted", 2), "normal-a": ("waiting", 3),
+                            "normal-b": ("waiting", 4), "low-late": ("waiting", 5)}
+    by_id = {e["submission_id"]: e for e in plan}
+    assert [by_id[s]["priority"] for s in ("low-running", "high", "normal-a")] == [-100, 100, 0]
+    # within a priority nobody overtakes: normal-b waits behind normal-a, low-late behind both.
+    assert by_id["normal-b"]["waits_for"].startswith("its turn: normal-a is ahead")
+    assert by_id["low-late"]["waits_for"].startswith("its turn: normal-a is ahead")
+    # Not yet started (no record): the order is by priority for every job, then by submission time.
+    plan = mvp_queue.plan(jobs, cluster)
+    assert [e["submission_id"] for e in plan] == ["high", "normal-a", "normal-b", "low-running", "low-late"]
+
+
+def test_plan_without_priorities_is_first_come_first_served_whatever_started():
+    cluster = totals((1, 16), (1, 16))
+    jobs = [job("c", 3, ["global_pool=1x1:3"]), job("a", 1, ["global_pool=2x1:10"]), job("b", 2, ["global_pool=1x1:3"])]
+    for started in (set(), {"a"}):
+        assert [e["submission_id"] for e in mvp_queue.plan(jobs, cluster, started)] == ["a", "b", "c"]
+
+
+def test_started_ids_are_the_jobs_whose_gate_admitted_them():
+    assert mvp_queue.started_ids({"a": {"state": "admitted"}, "b": {"state": "waiting"}, "c": "junk", "d": {}}) == {"a"}
+    assert mvp_queue.started_ids(None) == set()

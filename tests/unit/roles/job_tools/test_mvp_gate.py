@@ -112,3 +112,37 @@ def test_a_job_not_listed_yet_waits_for_the_jobs_already_there(tmp_path):
     gate = gate_for("new", ["global_pool=1x1:3"], clock, lines, tmp_path)
     assert gate.look([job("a", "RUNNING", 1)], WORKERS, WORKERS) is False
     assert "position 2 of 2" in lines[0] and "its job to appear in Ray's job list" in lines[0]
+
+
+def test_a_high_priority_job_goes_before_earlier_waiting_ones_but_after_the_running_one(tmp_path):
+    """Real queue.json files in real job folders (job metadata job_dir), read by the gate's default reader."""
+    clock, lines = Clock(), []
+    jobs_root = tmp_path / "jobs"
+
+    def listed(submission_id, start_s, priority=None, state=None):
+        job_dir = jobs_root / submission_id
+        (job_dir / "logs").mkdir(parents=True)
+        if state:
+            (job_dir / "logs" / "queue.json").write_text(json.dumps({"state": state}))
+        row = job(submission_id, "RUNNING", start_s)
+        if priority is not None:
+            row["entrypoint"] = row["entrypoint"].replace(" --log ", " --priority %d --log " % priority, 1)
+        return dict(row, metadata={"job_dir": str(job_dir)})
+
+    # old-low started its trainer long ago (its record says admitted) and holds one worker; normal-a waits for
+    # its turn since t=2; urgent (priority 100) came at t=3. One worker is free.
+    jobs = [listed("old-low", 1, priority=-100, state="admitted"), listed("normal-a", 2, state="waiting"),
+            listed("urgent", 3, priority=100)]
+    free = {"10.0.0.1": {"GPU": 0.0, "CPU": 13.0}, "10.0.0.2": {"GPU": 1.0, "CPU": 16.0}}
+    urgent = mvp_gate.Gate("urgent", [mvp_queue.parse_pool("global_pool=1x1:3")], [], lines.append,
+                           str(jobs_root / "urgent" / "logs" / "queue.json"), clock=clock.time, priority=100)
+    assert urgent.look(jobs, WORKERS, free) is True
+    normal = mvp_gate.Gate("normal-a", [mvp_queue.parse_pool("global_pool=1x1:3")], [], lines.append,
+                           str(jobs_root / "normal-a" / "logs" / "queue.json"), clock=clock.time)
+    assert normal.look(jobs, WORKERS, free) is False
+    assert "position 3 of 3" in lines[-1] and "held by old-low" in lines[-1] and "urgent" in lines[-1]
+    assert json.loads((jobs_root / "normal-a" / "logs" / "queue.json").read_text())["priority"] == 0
+    # Without old-low's record (its gate never wrote one), it would sort by priority as a waiting job: last.
+    (jobs_root / "old-low" / "logs" / "queue.json").unlink()
+    plan = mvp_queue.plan(jobs, WORKERS, mvp_queue.started_ids(mvp_gate.queue_states(jobs)))
+    assert [e["submission_id"] for e in plan] == ["urgent", "normal-a", "old-low"]
