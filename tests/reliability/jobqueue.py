@@ -7,11 +7,12 @@ plays did, from the files the jobs wrote (``logs/driver.log``, ``logs/queue.json
 ``logs/status.json``, ``logs/metrics.jsonl``) and Ray's job table:
 
 * "shared cluster": an SFT run (240 steps) holds both workers' GPUs (2 nodes x 1 GPU); a GRPO run (1 x 1), a
-  second SFT (2 x 1) and a one-node SFT (1 x 1) are submitted behind it in that order. The queue
-  shows them in that order (status.yml), a shape bigger than the cluster is refused before
+  second SFT (2 x 1) and a one-node SFT (1 x 1, ``-e priority=high``) are submitted behind it in that order.
+  The queue shows the high one first, then the others in submission order (status.yml, each gate's
+  queue.json), a shape bigger than the cluster is refused before
   submission (no job directory, no Ray job, the running job untouched), the second SFT is stopped
-  while queued (``stopped``, "never started") and the one-node SFT moves up; the others start in
-  submission order as resources free, none fails, and the first SFT ends with the final
+  while queued (``stopped``, "never started") and the queue closes up; the others start in
+  that order as resources free, none fails, and the first SFT ends with the final
   ``train/loss`` of the same request run alone (the baseline, run first unless ``--baseline`` names one;
   ``--no-alone`` leaves that comparison out: the molecule train scenario, for CI time).
 * "busy at start": the GPUs a GRPO run was admitted to are taken (a placement group made outside the
@@ -113,16 +114,16 @@ def submit(case, job, workload, overrides, extra=()):
 
 
 def submit_in_order(case, jobs):
-    """Submit ``jobs`` ((Job, workload, overrides) each) with submit.yml -e wait=false, one after another in
+    """Submit ``jobs`` ((Job, workload, overrides, more -e arguments) each) with submit.yml -e wait=false, one after another in
     Ray's submission order but without waiting for each play's end: the next play starts once the job
     before it runs its gate (its logs/queue.json exists, so Ray has its submission time)."""
     started = []
-    for job, workload, overrides in jobs:
+    for job, workload, overrides, more in jobs:
         # verl's own checks on the head (torch's import, 10-30 s a job) are not what the queue case tests: the
         # holder ran them; without them the three queued jobs are in line well before the holder ends.
         args = ["-e", "workload=" + workload, "-e", "submission_id=" + job.id, "-e", "wait=false",
                 "-e", "submit_job_verl_checks=false"]
-        args += extra_vars(trainer_overrides=overrides, mvp_watchdog=WATCHDOG, max_restarts=0)
+        args += extra_vars(trainer_overrides=overrides, mvp_watchdog=WATCHDOG, max_restarts=0) + list(more)
         started.append((job, start_playbook(case.cluster, "submit.yml", args), time.time()))
         wait_for("%s at its gate" % job.id, lambda j=job: queue_state(j), timeout=180)
     for job, (argv, proc), since in started:
@@ -144,23 +145,33 @@ def case_shared_cluster(case):
     shapes = {sft.id: (WORKERS, GPUS_PER_WORKER), grpo.id: (1, 1), sft2.id: (WORKERS, GPUS_PER_WORKER), one.id: (1, 1)}
     submit(case, sft, "sft", HOLDER)
     wait_for("%s admitted" % sft.id, lambda: queue_state(sft).get("state") == "admitted")
-    submit_in_order(case, [(grpo, "grpo", SHORT_GRPO), (sft2, "sft", SHORT),
-                           (one, "sft", dict(SHORT, **{"trainer.nnodes": 1}))])
-    order = [sft.id, grpo.id, sft2.id, one.id]
+    submit_in_order(case, [(grpo, "grpo", SHORT_GRPO, ()), (sft2, "sft", SHORT, ()),
+                           (one, "sft", dict(SHORT, **{"trainer.nnodes": 1}), ("-e", "priority=high"))])
+    # The holder started; then the high one (submitted last), then the normal ones in submission order.
+    order = [sft.id, one.id, grpo.id, sft2.id]
     case.check(cluster.job_status(sft.id) == "RUNNING" and len(metrics(sft.dir)) < holder_steps,
                "%s ended before the others were queued behind it: the case proves nothing" % sft.id)
     for job in (grpo, sft2, one):
-        state = wait_for("%s queued" % job.id, lambda j=job: queue_state(j).get("state") == "waiting" and queue_state(j))
         position = order.index(job.id) + 1
-        case.check(state.get("position") == position, "%s: queue position %s, expected %d (submission order)"
-                   % (job.id, state.get("position"), position))
+        # A gate says its place again at its next look (every POLL_S) after a job of a higher priority arrived.
+        state = wait_for("%s queued at position %d" % (job.id, position),
+                         lambda j=job, p=position: queue_state(j).get("state") == "waiting"
+                         and queue_state(j).get("position") == p and queue_state(j), timeout=SAY_TIMEOUT)
         nodes, gpus = shapes[job.id]
         case.check(state["shape"]["gpus"] == nodes * gpus and len(state["shape"]["pools"]) == 1
                    and state["shape"]["pools"][0]["nodes"] == nodes,
                    "%s: queue.json shape %s, expected %d x %d" % (job.id, state.get("shape_text"), nodes, gpus))
-    wait_line = (log_lines(grpo, "MVP_GATE_WAIT=") or [""])[0]
-    case.check("held by %s" % sft.id in wait_line and "position 2 of " in wait_line,
-               "%s's driver.log does not say it waits for %s at position 2: %r" % (grpo.id, sft.id, wait_line[:300]))
+    wait_line = wait_for("%s's wait line at position 3" % grpo.id, lambda: [
+        line for line in log_lines(grpo, "MVP_GATE_WAIT=") if "position 3 of " in line] or None)[-1]
+    case.check("its turn: %s is ahead" % one.id in wait_line,
+               "%s's driver.log does not say it waits at position 3 behind %s (priority high): %r"
+               % (grpo.id, one.id, wait_line[:300]))
+    high = queue_state(one)
+    high_line = (log_lines(one, "MVP_GATE_WAIT=") or [""])[-1]
+    case.check(high.get("priority") == 100 and "priority 100" in high_line and "position 2 of " in high_line
+               and "held by %s" % sft.id in high_line,
+               "%s (-e priority=high): queue.json priority %r, wait line %r, expected position 2 held by %s"
+               % (one.id, high.get("priority"), high_line[:300], sft.id))
 
     # The queue as status.yml shows it: the four jobs, in submission order (Ansible may wrap a line anywhere).
     status = case.play("status.yml", ["-e", "queue=true"], label="status.yml -e queue=true")
@@ -190,9 +201,9 @@ def case_shared_cluster(case):
                "%s stopped while queued: rc=%s verdict %r %r" % (sft2.id, stop.rc, stopped.get("cause"),
                                                                   stopped.get("summary")))
     case.check(not log_lines(sft2, "MVP_PRECHECK_"), "%s's program started although it was stopped while queued" % sft2.id)
-    moved = wait_for("%s moves up" % one.id, lambda: [line for line in log_lines(one, "MVP_GATE_WAIT=")
-                                                      if "position 3 of 3" in line])
-    case.note("%s moved up: %s" % (one.id, moved[0].split(";")[0]))
+    moved = wait_for("the queue behind %s closes up" % grpo.id, lambda: [
+        line for line in log_lines(grpo, "MVP_GATE_WAIT=") if "position 3 of 3" in line])
+    case.note("%s: %s" % (grpo.id, moved[0].split(";")[0]))
 
     # Everyone else trains to the end, in submission order, none failed.
     ends = {}
@@ -205,19 +216,20 @@ def case_shared_cluster(case):
                                                            steps, steps))
     started = {job.id: queue_state(job).get("admitted_at_s") or seconds_of(queue_state(job).get("admitted_at"))
                for job in (sft, grpo, one)}
-    # In submission order; two jobs admitted by the same plan (both fit once the holder ended) start
+    # In queue order; two jobs admitted by the same plan (both fit once the holder ended) start
     # within one look of each other, whichever gate looks first.
-    case.check(None not in started.values() and started[sft.id] <= started[grpo.id] <= started[one.id] + POLL_S,
-               "start order %s, expected %s then %s then %s" % (started, sft.id, grpo.id, one.id))
+    case.check(None not in started.values() and started[sft.id] <= started[one.id] <= started[grpo.id] + POLL_S,
+               "start order %s, expected %s then %s then %s" % (started, sft.id, one.id, grpo.id))
     sft_end = (ends[sft.id].get("end_time") or 0) / 1000.0
-    case.check(started[grpo.id] + 1 >= sft_end, "%s started at %s, before %s ended at %.0f" % (
-        grpo.id, started[grpo.id], sft.id, sft_end))
+    first = min(started[one.id], started[grpo.id])
+    case.check(first + 1 >= sft_end, "%s or %s started at %s, before %s ended at %.0f" % (
+        one.id, grpo.id, first, sft.id, sft_end))
     loss = metrics(sft.dir).get(holder_steps, {}).get("train/loss")
     if base:
         base_loss = base[holder_steps].get("train/loss")
         case.check(loss is not None and abs(loss - base_loss) <= 1e-6 * max(1.0, abs(base_loss)),
                    "%s final train/loss %s, the run alone %s" % (sft.id, loss, base_loss))
-    free_to_start = started[grpo.id] - sft_end
+    free_to_start = first - sft_end
     case.seconds.setdefault("free_to_next_start_s", []).append(round(free_to_start, 1))
     # The queue's cost for a job with nothing ahead: from Ray's submission time to its trainer's start.
     case.seconds.setdefault("submission_to_trainer_start_nothing_ahead_s", []).append(
@@ -226,8 +238,8 @@ def case_shared_cluster(case):
     if holder.get("gate_started_s"):
         case.seconds.setdefault("gate_cost_nothing_ahead_s", []).append(
             round(holder["admitted_at_s"] - holder["gate_started_s"], 2))
-    case.note("%s ended %.1f s before %s started; %s and %s side by side: %s; %s's final train/loss %s %s"
-              % (sft.id, free_to_start, grpo.id, grpo.id, one.id,
+    case.note("%s ended %.1f s before the next started; %s and %s side by side: %s; %s's final train/loss %s %s"
+              % (sft.id, free_to_start, grpo.id, one.id,
                  started[one.id] < (ends[grpo.id].get("end_time") or 0) / 1000.0, sft.id, loss,
                  "= alone" if base else "(not compared with the run alone: --no-alone)"))
 
@@ -285,9 +297,10 @@ def case_busy_at_start(case):
 
 
 CASES = [
-    ("shared cluster", "SFT 2x1 trains; GRPO 1x1, SFT 2x1, SFT 1x1 queue in submission order (status.yml); too big "
-     "refused, nothing written; the queued SFT stopped: never started, the one behind moves up; the rest train in "
-     "order, the first SFT with the final loss of the run alone", case_shared_cluster),
+    ("shared cluster", "SFT 2x1 trains; GRPO 1x1, SFT 2x1, then SFT 1x1 priority high queue: the high one first, the "
+     "others in submission order (status.yml); too big refused, nothing written; the queued SFT stopped: never "
+     "started, the queue closes up; the rest train in that order, the first SFT with the final loss of the run alone",
+     case_shared_cluster),
     ("busy at start", "GPUs taken between admission and start: verdict busy, <id>-r1 waits for them in the queue, "
      "then trains to the end", case_busy_at_start),
 ]
