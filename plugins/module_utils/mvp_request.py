@@ -432,8 +432,8 @@ def priority(request, defaults):
         _fail("priority", "%r is not a priority class of this cluster" % (name,),
               "use one of %s (mvp_priority_classes)" % ", ".join("%s (%s)" % (k, v) for k, v in classes.items()))
     value = classes[name]
-    if isinstance(value, bool) or not isinstance(value, int) and not (isinstance(value, str) and
-                                                                       value.lstrip("-").isdigit()):
+    whole = isinstance(value, int) or (isinstance(value, str) and value.lstrip("-").isdigit())
+    if isinstance(value, bool) or not whole:
         _fail("mvp_priority_classes", "class %s has %r, not a whole number" % (name, value),
               "give each class a whole number (higher goes first), e.g. high: 100")
     return {"class": name, "value": int(value)}
