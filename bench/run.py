@@ -282,10 +282,8 @@ def playbook(inv, path, *extra, phases=None):
     start = time.time()
     if phases is not None:
         with tempfile.TemporaryDirectory(prefix="mvp-bench-runner-") as private:
-            extra_vars = dict(var.split("=", 1) for var in EXTRA_VARS)
-            for flag, var in zip(extra[::2], extra[1::2]):
-                if flag == "-e":
-                    extra_vars.update([var.split("=", 1)])
+            extra_vars = dict(var.split("=", 1) for var in EXTRA_VARS + [v for f, v in zip(extra[::2], extra[1::2])
+                                                                          if f == "-e"])
             result = mvp_playbook_run.run(os.path.join(ROOT, path), [inv], private, "run", extra_vars=extra_vars,
                                           envvars=mvp_playbook_run.runner_env(os.path.join(ROOT, "ansible.cfg")),
                                           project_dir=ROOT)
