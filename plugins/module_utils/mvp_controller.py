@@ -20,7 +20,18 @@ killed and started again picks every unfinished run up where it was and starts n
   directory, so a second start cannot make a second attempt);
 * ``logs/continued.json``: the phases of that restart once the next attempt started (seconds healing, seconds
   starting it, when Ray ended the attempt and when the decision was written);
-* ``logs/supervisor.json`` (the run's first attempt): the run's end; a run with it is done.
+* ``logs/supervisor.json`` (the run's first attempt): the run's end; a run with it is done;
+* ``logs/preempt.json``: this attempt is preempted for a job of a higher priority (by whom, since when, the
+  checkpoint step it had, the grace deadline, its state); ``logs/preempting.json`` of that job: what it preempted.
+
+Preemption (:meth:`Controller.preempt`): when the first waiting job of the cluster's queue (``mvp_queue.plan``)
+cannot start and running runs this controller follows, of a lower priority and preemptible (their job spec's
+``preemptible``), hold what it needs, the fewest, lowest-priority, most recently started of them
+(``mvp_queue.choose_victims``) are stopped right after their next complete checkpoint
+(``mvp_runs.latest_checkpoint``: verl's tracker file and every rank's shards), or at once when the grace time
+``preempt_grace_s`` passes first; each is judged ``preempted`` (``logs/stopped_by.json``) and continued from
+that checkpoint as its run's next attempt, queued again at its priority with its first submission time.
+While a victim's checkpoint is awaited the controller looks every ``URGENT_POLL_S`` seconds.
 
 Besides those, ``<shared>/controller/heartbeat.json`` says which controller follows which runs (the plays
 read it to say whether a run is supervised). Causes come from facts: the head is lost when its container
@@ -46,7 +57,7 @@ import sys
 import time
 import traceback
 
-from ansible_collections.mvp.ray.plugins.module_utils import mvp_playbook_run, mvp_service
+from ansible_collections.mvp.ray.plugins.module_utils import mvp_playbook_run, mvp_queue, mvp_service
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES, is_submission_id
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
@@ -56,6 +67,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_rest import (
     JobsClient, RayHttpError, RayUnreachable, StateClient)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_restart import decide
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import latest_checkpoint
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import stopped_while_pending
 
 CONTROLLER_SUBDIR = "controller"
@@ -68,6 +80,9 @@ ENV_DROPPED = ("ANSIBLE_", "AWX_", "RUNNER_", "MOLECULE_", "JOB_ID", "INVENTORY_
 """Prefixes of variables never passed from the controller's own environment to a playbook it runs: an
 outer ansible-runner's ``ANSIBLE_STDOUT_CALLBACK=awx_display`` and ``ANSIBLE_CALLBACK_PLUGINS`` break the
 inner run (DESIGN.md section 9), and ``ANSIBLE_HOST_KEY_CHECKING`` must be the inventory's, not inherited."""
+
+URGENT_POLL_S = 0.5
+"""Seconds between two passes while a preempted run's next checkpoint is awaited (it is stopped right after it)."""
 
 REQUIRED = ("name", "inventory", "project_dir", "shared_root", "shared_dir", "head", "dashboard_port", "state_dir")
 
@@ -97,7 +112,8 @@ def load_config(path):
     ansible-runner's artifacts, lock), and optionally ``ray_auth_token`` (str), ``poll_s`` (float, 10),
     ``restart_causes`` (``"retryable"`` or a list), ``heal_timeout_s`` (900), ``heal_delay_s`` (10),
     ``pending_timeout_s`` (600: seconds an attempt may stay PENDING in Ray), ``pg_pending_timeout_s`` (180:
-    seconds a placement group no node can hold may stay PENDING), ``expect_workers`` (int),
+    seconds a placement group no node can hold may stay PENDING), ``preempt_grace_s`` (600: seconds a preempted run
+    may train on waiting for its next complete checkpoint; 0 stops it at once), ``expect_workers`` (int),
     ``worker_resource`` (str), ``host_key_checking`` (bool, true), ``env`` (dict str -> str passed to every
     playbook: the inventory's secrets from the environment, never logged), ``playbooks`` (dict: ``heal``,
     ``record``, ``submit``).
@@ -117,7 +133,7 @@ def load_config(path):
         raise ConfigError("controller configuration %s lacks %s (site.yml writes it; run it again)"
                           % (path, ", ".join(missing)))
     defaults = {"poll_s": 10.0, "restart_causes": "retryable", "heal_timeout_s": 900, "heal_delay_s": 10,
-                "pending_timeout_s": 600, "pg_pending_timeout_s": 180, "expect_workers": 1,
+                "pending_timeout_s": 600, "pg_pending_timeout_s": 180, "preempt_grace_s": 600, "expect_workers": 1,
                 "worker_resource": "worker_node", "host_key_checking": True, "env": {}, "ray_auth_token": "",
                 "playbooks": {}}
     for key, value in defaults.items():
@@ -310,6 +326,7 @@ class Controller(object):
         self.head_replaced_at = None
         self.runs = []
         self.pass_cache = {}
+        self.urgent = False
 
     # -- the head ------------------------------------------------------------------------------------------
 
@@ -379,7 +396,11 @@ class Controller(object):
                 self.step(run, table, jobs_api, state_api, address)
             except HeadLost as exc:
                 self.head_lost(runs, exc.why)
-                break
+                return runs
+        try:
+            self.preempt(runs, table, jobs_api, state_api, address)
+        except (RayUnreachable, RayHttpError) as exc:
+            self.say("the preemption pass could not read the cluster (%s); trying again next pass" % exc)
         return runs
 
     def step(self, run, table, jobs_api, state_api, address):
@@ -459,6 +480,144 @@ class Controller(object):
             write_text_atomic(path, json.dumps(note, indent=2, sort_keys=True) + "\n")
         self.say("%s: stopping it: %s" % (current, why))
         jobs_api.stop_job(current)
+
+    # -- preemption ------------------------------------------------------------------------------------------
+
+    def preempt(self, runs, table, jobs_api, state_api, address):
+        """Follow the preemptions under way, or start one when the queue's first waiting job needs it.
+
+        Sets ``self.urgent`` while a victim's next checkpoint is awaited (the service then passes every
+        URGENT_POLL_S seconds). One preemption at a time: a new one is chosen only when none is under way.
+        """
+        self.urgent = False
+        currents = {}
+        for run in runs:
+            state = run_state(self.config, run)
+            if not state["ended"] and not state["next"]:
+                currents[state["current"]] = state
+        if self.follow_preemptions(currents, table, jobs_api):
+            self.urgent = True
+            return
+        active = [j for j in table.values() if status_name(j.get("status")) in mvp_queue.ACTIVE
+                  and mvp_queue.gate_options(j.get("entrypoint")) is not None]
+        states = {j["submission_id"]: read_json(attempt_file(self.config, j["submission_id"], "queue"))
+                  for j in active}
+        started = mvp_queue.started_ids(states)
+        if not any(states[sid].get("state") == "waiting" for sid in states) or not started.intersection(currents):
+            return  # nobody waits, or no run this controller follows could make room
+        if "nodes" not in self.pass_cache:
+            self.pass_cache["nodes"] = list_nodes(state_api, address)
+        resource = self.config["worker_resource"]
+        totals = mvp_queue.worker_totals([n for n in self.pass_cache["nodes"] if n.get("state") == "ALIVE"
+                                          and (n.get("resources_total") or {}).get(resource)])
+        entries = mvp_queue.plan(active, totals, started)
+        candidates = {}
+        for sid in started.intersection(currents):
+            spec = read_json(attempt_file(self.config, sid, "job_spec"))
+            if os.path.exists(attempt_file(self.config, sid, "stopped_by")):
+                continue  # stopped already (by a person, a deadline or a preemption)
+            if status_name((table.get(sid) or {}).get("status")) == "RUNNING" and \
+                    (spec.get("preemptible") or {}).get("value"):
+                candidates[sid] = {"started_at": states[sid].get("admitted_at_s") or 0}
+        choice = mvp_queue.choose_victims(entries, totals, candidates)
+        if choice:
+            self.start_preemption(choice, currents)
+            if self.follow_preemptions(currents, table, jobs_api):
+                self.urgent = True
+
+    def start_preemption(self, choice, currents):
+        """Write each victim's ``logs/preempt.json`` and the preemptor's ``logs/preempting.json`` (the decision)."""
+        waiting, now = choice["preemptor"], self.clock()
+        grace = float(self.config["preempt_grace_s"])
+        victims = []
+        for entry in choice["victims"]:
+            sid = entry["submission_id"]
+            spec = read_json(attempt_file(self.config, sid, "job_spec"))
+            newest = latest_checkpoint(attempt_file(self.config, sid, "checkpoints")) or {}
+            note = {"state": "waiting_for_checkpoint", "by": waiting["submission_id"],
+                    "by_priority": waiting.get("priority", 0), "priority": entry.get("priority", 0),
+                    "run": currents[sid]["run"], "decided_at": _stamp(now), "decided_at_s": now, "grace_s": grace,
+                    "deadline_s": now + grace, "checkpoint_before": newest.get("step"),
+                    "save_freq": _save_freq(spec), "by_controller": self.config["name"]}
+            write_text_atomic(attempt_file(self.config, sid, "preempt"), json.dumps(note, indent=2, sort_keys=True) + "\n")
+            victims.append(sid)
+        path = attempt_file(self.config, waiting["submission_id"], "preempting")
+        record = read_json(path) or {"preemptions": []}
+        record["preemptions"].append({"victims": victims, "decided_at": _stamp(now), "decided_at_s": now,
+                                      "priority": waiting.get("priority", 0), "stopped": {}})
+        write_text_atomic(path, json.dumps(record, indent=2, sort_keys=True) + "\n")
+        self.say("%s (priority %s) cannot start: preempting %s after their next complete checkpoint (at most %d s)"
+                 % (waiting["submission_id"], waiting.get("priority", 0), ", ".join(
+                     "%s (priority %s)" % (e["submission_id"], e.get("priority", 0)) for e in choice["victims"]),
+                    grace))
+
+    def follow_preemptions(self, currents, table, jobs_api):
+        """Stop each victim whose next complete checkpoint arrived or whose grace time passed; True while any waits
+        for its checkpoint, or was stopped and Ray still lists it RUNNING (what it holds is not free yet).
+
+        A preemption whose preemptor no longer waits (it ended, was stopped, or started) is cancelled.
+        """
+        waiting = False
+        for sid in sorted(currents):
+            path = attempt_file(self.config, sid, "preempt")
+            note = read_json(path)
+            running = status_name((table.get(sid) or {}).get("status")) == "RUNNING"
+            if note.get("state") == "stopped" and running:
+                waiting = True  # stopped, its driver not yet ended: what it holds is not free yet
+                continue
+            if note.get("state") != "waiting_for_checkpoint" or not running:
+                continue  # done, cancelled, or it ended on its own (judged as it ended)
+            preemptor = table.get(note.get("by")) or {}
+            if status_name(preemptor.get("status")) not in mvp_queue.ACTIVE or read_json(
+                    attempt_file(self.config, note["by"], "queue")).get("state") == "admitted":
+                note.update(state="cancelled", cancelled_at=_stamp(self.clock()),
+                            why="%s no longer waits (%s)" % (note["by"], status_name(preemptor.get("status"))))
+                write_text_atomic(path, json.dumps(note, indent=2, sort_keys=True) + "\n")
+                self.say("%s: preemption cancelled: %s" % (sid, note["why"]))
+                continue
+            now = self.clock()
+            newest = latest_checkpoint(attempt_file(self.config, sid, "checkpoints")) or {}
+            step, before = newest.get("step"), note.get("checkpoint_before")
+            if step is not None and (before is None or step > before):
+                why = "right after its checkpoint of step %d (waited %.1f s for it)" % (step, now - note["decided_at_s"])
+            elif not note.get("save_freq") or note["save_freq"] <= 0:
+                why = "at once: it saves no checkpoint (trainer.save_freq %s)" % note.get("save_freq")
+            elif now >= note["deadline_s"]:
+                why = ("at once: the grace time (mvp_preempt_grace_s, %d s) passed before its next checkpoint; its "
+                       "newest complete checkpoint is %s" % (note["grace_s"], "step %d" % step if step is not None
+                                                                  else "none"))
+            else:
+                waiting = True
+                continue
+            self.stop_preempted(sid, note, newest, why, jobs_api)
+        return waiting
+
+    def stop_preempted(self, sid, note, newest, why, jobs_api):
+        """Stop a victim: its ``logs/stopped_by.json`` (cause ``preempted``) first, then Ray's stop."""
+        now = self.clock()
+        checkpoint = newest.get("path")
+        if checkpoint:
+            checkpoint = os.path.join(self.config["shared_root"], os.path.relpath(checkpoint, self.config["shared_dir"]))
+        stopped = {"by": "the job controller %s" % self.config["name"], "cause": "preempted",
+                   "preempted_by": note["by"], "preemptor_priority": note["by_priority"], "priority": note["priority"],
+                   "why": "preempted for %s %s" % (note["by"], why), "step": newest.get("step"),
+                   "checkpoint": checkpoint, "waited_s": round(now - note["decided_at_s"], 1),
+                   "at": _stamp(now), "at_s": now, "status_before": "running"}
+        path = attempt_file(self.config, sid, "stopped_by")
+        if not os.path.exists(path):
+            write_text_atomic(path, json.dumps(stopped, indent=2, sort_keys=True) + "\n")
+        note.update(state="stopped", stopped_at=_stamp(now), stopped_at_s=now, step=newest.get("step"), why=why)
+        write_text_atomic(attempt_file(self.config, sid, "preempt"), json.dumps(note, indent=2, sort_keys=True) + "\n")
+        record_path = attempt_file(self.config, note["by"], "preempting")
+        record = read_json(record_path)
+        for item in record.get("preemptions") or []:
+            if sid in item.get("victims", []):
+                item.setdefault("stopped", {})[sid] = {"at": _stamp(now), "at_s": now, "step": newest.get("step"),
+                                                       "waited_s": stopped["waited_s"], "why": why}
+        if record:
+            write_text_atomic(record_path, json.dumps(record, indent=2, sort_keys=True) + "\n")
+        self.say("%s: preempted for %s %s" % (sid, note["by"], why))
+        jobs_api.stop_job(sid)
 
     # -- an ended attempt ----------------------------------------------------------------------------------
 
@@ -620,6 +779,20 @@ class Controller(object):
             self.say("cannot write the heartbeat %s: %s" % (path, exc))
 
 
+def _stamp(seconds):
+    """``2026-11-28T03:04:05Z`` for seconds since the epoch (str)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def _save_freq(spec):
+    """The trainer's ``trainer.save_freq`` from a job spec (int; 0 when the job is not a trainer or saves never)."""
+    value = (spec.get("trainer_overrides") or {}).get("trainer.save_freq")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
 def _playbook_failure(playbook, ran):
     """One line saying how a playbook run ended and its last failed task (str)."""
     last = (ran.get("failed_tasks") or [{}])[-1]
@@ -674,7 +847,8 @@ def serve(config, python, say, stop):
         except Exception as exc:  # pylint: disable=broad-except
             say("a pass failed: %s: %s (trying again next pass)\n%s"
                 % (type(exc).__name__, exc, traceback.format_exc(limit=6)))
-        time.sleep(max(0.5, float(config["poll_s"]) - (time.time() - started)))
+        poll = URGENT_POLL_S if controller.urgent else float(config["poll_s"])
+        time.sleep(max(URGENT_POLL_S, poll - (time.time() - started)))
     return 0
 
 

@@ -57,6 +57,8 @@ FILES = {
     "supervisor": "logs/supervisor.json",        # how the run ended, as the job controller saw it (first attempt)
     "stopped_by": "logs/stopped_by.json",        # a cluster play (down.yml) stopped the job: which, and when
     "interrupted_by": "logs/interrupted_by.json",  # a cluster play (site.yml) stopped it to change its nodes
+    "preempt": "logs/preempt.json",              # the job controller preempts it for a higher job: by whom, when, state
+    "preempting": "logs/preempting.json",        # the jobs the job controller preempted for this one, and the waits
     "placement": "debug/placement.json",         # where the driver landed (ray_job)
     "debug": "debug",                            # timestamped ray status / job list / nodes / actors
     "checkpoints": "checkpoints",                # verl's trainer.default_local_dir

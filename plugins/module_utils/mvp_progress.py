@@ -96,7 +96,10 @@ def read_progress(job_dir, metric="", planned=None):
         "step_time_s": median(times) if times else None,
         "metrics_mtime": mtime,
         "resumed_step": int(resumed.get("step") or 0),
-        "restart_attempt": int(restart.get("attempt") or 0),
+        # Restarts counted against max_restarts (a preemption is not one; older records have only "attempt").
+        "restart_attempt": int(restart.get("restarts") if restart.get("restarts") is not None
+                               else restart.get("attempt") or 0),
+        "preemptions": int(restart.get("preemptions") or 0),
         "max_restarts": int(spec.get("max_restarts") or restart.get("max_restarts") or 0),
         "watchdog": watchdog,
     }
@@ -178,7 +181,8 @@ def progress_line(progress, status="RUNNING", now=None, history=(), start_ms=Non
         parts.append("ETA %s" % duration(max(planned - last, 0) * seconds))
     else:
         parts.append("ETA ?")
-    parts.append("restarts %d of %d" % (progress.get("restart_attempt") or 0, progress.get("max_restarts") or 0))
+    parts.append("restarts %d of %d" % (progress.get("restart_attempt") or 0, progress.get("max_restarts") or 0)
+                 + (", preempted %d time(s)" % progress["preemptions"] if progress.get("preemptions") else ""))
     parts.append(watchdog_text(progress, seconds, now))
     return " | ".join(parts)
 

@@ -30,6 +30,7 @@ for logical GPUs too (the verl CPU platform names ``GPU`` when the cluster adver
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 
@@ -68,6 +69,11 @@ ACTIVE = ("PENDING", "RUNNING")
 GATE_TOOL = "mvp_gate.py"
 # The gate's option that carries a job's priority (a whole number; 0 when absent).
 PRIORITY_FLAG = "--priority"
+# The gate's option that carries a continued run's place in the queue: its first attempt's submission time
+# (seconds since the epoch); absent - Ray's submission time of the job itself.
+SINCE_FLAG = "--since"
+# The most sets of victims one preemption decision tries (fewest first): bounded work on a big cluster.
+MAX_VICTIM_SETS = 5000
 
 
 def _whole(value, default):
@@ -128,17 +134,21 @@ def describe(shape):
         p["gpus_per_node"], "s" if p["gpus_per_node"] != 1 else "", p["cpus_per_node"]) for p in pools)
 
 
-def pool_options(shape, priority=0):
-    """The gate's queue options for a shape: ``["--pool", "global_pool=2x1:10", ...]``, and ``--priority N``
-    for a priority other than 0 (the default class's number, as Kubernetes gives a pod without a class).
+def pool_options(shape, priority=0, since=None):
+    """The gate's queue options for a shape: ``["--pool", "global_pool=2x1:10", ...]``, ``--priority N``
+    for a priority other than 0 (the default class's number, as Kubernetes gives a pod without a class), and
+    ``--since S`` for a continued run (its first attempt's submission time: it keeps its place in the queue).
 
     :param shape: dict (:func:`job_shape`). :param priority: int, the job's priority (higher first).
+    :param since: float or None, seconds since the epoch.
     """
     out = []
     for pool in (shape or {}).get("pools") or []:
         out += ["--pool", "%s=%dx%d:%g" % (pool["name"], pool["nodes"], pool["gpus_per_node"], pool["cpus_per_node"])]
     if int(priority or 0) != 0:
         out += [PRIORITY_FLAG, "%d" % int(priority)]
+    if since:
+        out += [SINCE_FLAG, "%.3f" % float(since)]
     return out
 
 
@@ -223,7 +233,8 @@ def shape_problem(shape, totals, keys_hint=None):
 
 
 def gate_options(entrypoint):
-    """The queue options of a job from its entrypoint: ``{"pools": [...], "locks": [...], "priority": int}`` or None.
+    """The queue options of a job from its entrypoint: ``{"pools": [...], "locks": [...], "priority": int,
+    "since": float or None}`` or None.
 
     Only the options before the gate's ``--`` count (what comes after belongs to the program).
 
@@ -239,9 +250,10 @@ def gate_options(entrypoint):
             continue
         rest = words[index + 1:]
         rest = rest[:rest.index("--")] if "--" in rest else rest
-        out = {"pools": [], "locks": [], "priority": []}
+        out = {"pools": [], "locks": [], "priority": [], "since": []}
         for flag, value in zip(rest, rest[1:] + [None]):
-            for name, key in (("--pool", "pools"), ("--lock", "locks"), (PRIORITY_FLAG, "priority")):
+            for name, key in (("--pool", "pools"), ("--lock", "locks"), (PRIORITY_FLAG, "priority"),
+                              (SINCE_FLAG, "since")):
                 if flag == name and value is not None:
                     out[key].append(value)
                 elif flag.startswith(name + "="):
@@ -254,6 +266,10 @@ def gate_options(entrypoint):
             out["priority"] = int(out["priority"][-1]) if out["priority"] else 0
         except ValueError:
             out["priority"] = 0
+        try:
+            out["since"] = float(out["since"][-1]) if out["since"] else None
+        except ValueError:
+            out["since"] = None
         return out
     return None
 
@@ -267,7 +283,8 @@ def plan(jobs, totals, started=()):
     """The queue: every active gated job in order, admitted or waiting, and why.
 
     The order: first the jobs whose program already started (they hold their resources), then the waiting
-    ones by priority (higher first, the gate's ``--priority``), then by submission time. Within that order,
+    ones by priority (higher first, the gate's ``--priority``), then by submission time (a continued run's
+    first attempt's, the gate's ``--since``: a preempted run keeps its place). Within that order,
     first come, first served: a job is admitted when every job ahead of it is, its locks are free and its
     whole shape fits what the admitted jobs before it leave of the workers' totals. A waiting job holds
     back every job behind it (none overtakes it: no starvation within a priority), except a job the ALIVE
@@ -292,7 +309,8 @@ def plan(jobs, totals, started=()):
         options = gate_options(job.get("entrypoint"))
         if options is None:
             continue
-        queue.append((job.get("start_time") or 0, job["submission_id"], options))
+        since = options.get("since")
+        queue.append((since * 1000.0 if since else job.get("start_time") or 0, job["submission_id"], options))
     queue.sort(key=lambda item: (item[1] not in started, 0 if item[1] in started else -item[2]["priority"],
                                  item[0], item[1]))
     free = {node: dict(res) for node, res in totals.items()}
@@ -353,6 +371,63 @@ def admit(entry, ray_free):
     return False, ("%s to be free: Ray reports %s free, held outside the queue (a job started without the "
                    "gate, or the resources of a job that just ended not yet released)"
                    % (describe(entry["shape"]), _node_text(ray_free)))
+
+
+def preemptor(entries, totals):
+    """The waiting job a preemption would serve: the first waiting job of :func:`plan` that the ALIVE workers can
+    hold and that waits for resources (not for a lock, which no preemption frees), or None.
+
+    :param entries: list of :func:`plan` entries. :param totals: dict node key -> {"GPU", "CPU"}.
+    """
+    for entry in entries:
+        if entry["state"] != "waiting":
+            continue
+        if not entry["shape"]["pools"] or pack(entry["shape"], totals) is None:
+            continue  # waits for workers that can hold it (it blocks nobody), or reserves nothing
+        if str(entry.get("waits_for") or "").startswith("lock "):
+            return None
+        return entry
+    return None
+
+
+def choose_victims(entries, totals, candidates):
+    """Which running jobs to preempt so that the first waiting job fits: the fewest, of the lowest priority, most
+    recently started (as Kueue and Slurm pick), or None when no such set exists.
+
+    A job is a candidate when it is admitted, its priority is lower than the waiting job's and ``candidates``
+    names it (the caller's choice: runs it follows and may continue, not ``preemptible: false``, not of the
+    highest class). The victims' release must make the waiting job's whole shape fit beside every admitted job
+    that stays; at most MAX_VICTIM_SETS sets are tried, fewest victims first.
+
+    :param entries: list of :func:`plan` entries. :param totals: dict node key -> {"GPU", "CPU"}: the ALIVE
+        workers' totals.
+    :param candidates: dict submission id -> ``{"started_at": float seconds}`` of the jobs that may be preempted.
+    :returns: dict ``{"preemptor": entry, "victims": [entries, in the order chosen]}`` or None.
+    """
+    waiting = preemptor(entries, totals)
+    if waiting is None:
+        return None
+    admitted = [e for e in entries if e["state"] == "admitted"]
+    pool = sorted((e for e in admitted if e["submission_id"] in (candidates or {})
+                   and e.get("priority", 0) < waiting.get("priority", 0)),
+                  key=lambda e: (e.get("priority", 0), -float(candidates[e["submission_id"]].get("started_at") or 0),
+                                 e["submission_id"]))
+    tried = 0
+    for size in range(1, len(pool) + 1):
+        for victims in itertools.combinations(pool, size):
+            tried += 1
+            if tried > MAX_VICTIM_SETS:
+                return None
+            chosen = {v["submission_id"] for v in victims}
+            free = {node: dict(res) for node, res in totals.items()}
+            for entry in admitted:
+                if entry["submission_id"] in chosen:
+                    continue
+                packed = pack(entry["shape"], free)
+                free = packed[0] if packed else {node: {"GPU": 0.0, "CPU": 0.0} for node in free}
+            if pack(waiting["shape"], free) is not None:
+                return {"preemptor": waiting, "victims": list(victims)}
+    return None
 
 
 def started_ids(states):

@@ -33,7 +33,7 @@ class JobSpecError(ValueError):
 REQUEST_KEYS = frozenset([
     "submission_id", "workload", "shared_root", "code_id", "code_path", "reward_fn_path",
     "model", "dataset", "ray", "trainer_overrides", "env_vars", "resume_from", "max_restarts",
-    "accept_unsupported_release", "priority",
+    "accept_unsupported_release", "priority", "preemptible",
 ])
 
 # The priority class of a request that names none, and the classes when the builder's defaults give none.
@@ -439,6 +439,34 @@ def priority(request, defaults):
     return {"class": name, "value": int(value)}
 
 
+def preemptible(request, job_priority, defaults):
+    """Whether the job may be preempted for a job of a higher priority (the job controller stops it right after its
+    next complete checkpoint and continues it later; docs/jobs.md "Priorities and preemption").
+
+    :param request: dict, the request (its ``preemptible``: a boolean; absent - true).
+    :param job_priority: dict, :func:`priority`'s answer for the request.
+    :param defaults: dict, the builder's defaults (``priority_classes``).
+    :returns: dict ``{"value": bool, "why": str}``: false for ``preemptible: false`` and for a job of the highest
+        class (nothing may preempt it).
+    :raises JobSpecError: ``preemptible`` is not a boolean.
+    """
+    given = request.get("preemptible")
+    if given is not None and not isinstance(given, bool):
+        text = str(given).strip().lower()
+        if text not in ("true", "false", "yes", "no"):
+            _fail("preemptible", "is %r, not true or false" % (given,),
+                  "give preemptible: false for a run nothing may stop for a more urgent one (default true)")
+        given = text in ("true", "yes")
+    classes = defaults.get("priority_classes") or PRIORITY_CLASSES
+    top = max(int(v) for v in classes.values()) if classes else 0
+    if given is False:
+        return {"value": False, "why": "submitted with preemptible: false"}
+    if job_priority["value"] >= top:
+        return {"value": False, "why": "of the highest priority class (%s)" % job_priority["class"]}
+    return {"value": True, "why": "a job of a higher priority than %s (%d) may preempt it after its next complete "
+                                  "checkpoint" % (job_priority["class"], job_priority["value"])}
+
+
 def _check_identity(request, catalog, defaults):
     """Check the request as a whole and the keys that place the job: workload, id, shared root, code.
 
@@ -595,5 +623,5 @@ def check_request(request, catalog, defaults):
     _merge_overrides(identity["entry"], identity["workload"], request, defaults)
     _check_env(request.get("env_vars"), "env_vars")
     _max_restarts(request, identity["entry"], identity["workload"], defaults)
-    priority(request, defaults)
+    preemptible(request, priority(request, defaults), defaults)
     return {key: identity[key] for key in ("workload", "submission_id", "shared_root", "code_path")}

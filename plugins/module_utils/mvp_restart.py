@@ -7,7 +7,10 @@ verdict (``mvp_verdict.classify``). The run continues when the attempt's cause i
 those the site restarts (``mvp_restart_causes``), while the run's ``max_restarts`` allow. The next attempt
 repeats the run's request with its own id and ``resume_from`` the attempt that ended (its newest complete
 checkpoint, or one of the attempts before it), unless no attempt of the run ever trained: then it starts
-afresh. ``submit_job``'s restart loop (roles/submit_job/tasks/attempts.yml) asks ``decide`` once per
+afresh. An attempt the job controller preempted (cause ``preempted``: stopped right after a complete
+checkpoint for a job of a higher priority) always continues, whatever ``mvp_restart_causes`` says, and
+is not counted against ``max_restarts``. Every next attempt keeps the run's place in the queue: its
+first attempt's submission time (``info["queued_since"]``, the gate's ``--since``). ``submit_job``'s restart loop (roles/submit_job/tasks/attempts.yml) asks ``decide`` once per
 ended attempt; the filter ``mvp.ray.mvp_restart_decision`` is its YAML side.
 """
 
@@ -17,6 +20,8 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import RETRYAB
 
 # The value of mvp_restart_causes that restarts every retryable cause.
 ALL_RETRYABLE = "retryable"
+# The cause of an attempt the job controller stopped for a job of a higher priority: always continued, not counted.
+PREEMPTED = "preempted"
 
 
 def restart_causes(setting):
@@ -61,6 +66,7 @@ def decide(spec, verdict, causes=ALL_RETRYABLE, follow_error=""):
     verdict = verdict or {}
     record = spec.get("restart") or {}
     attempt = int(record.get("attempt") or 0)
+    counted = int(record.get("restarts") if record.get("restarts") is not None else attempt)
     max_restarts = int(record.get("max_restarts") if record.get("max_restarts") is not None
                        else spec.get("max_restarts") or 0)
     earlier = list(record.get("history") or [])
@@ -71,9 +77,10 @@ def decide(spec, verdict, causes=ALL_RETRYABLE, follow_error=""):
         return dict(result, why="the attempt could not be followed: %s" % follow_error)
     if verdict.get("verdict") in ("trained", "succeeded"):
         return dict(result, why="the attempt %s" % verdict["verdict"])
-    if cause not in allowed:
+    preempted = cause == PREEMPTED
+    if cause not in allowed and not preempted:
         return dict(result, why="cause %s is not restarted (mvp_restart_causes: %s)" % (cause, ", ".join(allowed)))
-    if attempt >= max_restarts:
+    if counted >= max_restarts and not preempted:
         return dict(result, why="the run used its %d restart(s) (max_restarts)" % max_restarts)
     run = record.get("run") or spec["submission_id"]
     trained = bool(spec.get("resume_from")) or (verdict.get("steps") or {}).get("last") is not None
@@ -83,12 +90,19 @@ def decide(spec, verdict, causes=ALL_RETRYABLE, follow_error=""):
         request["resume_from"] = spec["submission_id"]
     else:
         request.pop("resume_from", None)
+    since = record.get("queued_since") or ((verdict.get("start_time") or 0) / 1000.0) or None
     info = {"run": run, "attempt": attempt + 1, "max_restarts": max_restarts,
+            "restarts": counted + (0 if preempted else 1), "queued_since": since,
+            "preemptions": int(record.get("preemptions") or 0) + (1 if preempted else 0),
             "previous": spec["submission_id"], "previous_cause": cause,
             "history": earlier + [{"submission_id": spec["submission_id"], "cause": cause,
                                    "last_step": (verdict.get("steps") or {}).get("last"),
                                    "line": history[-1]}]}
-    why = "cause %s is retryable: restart %d of %d, as %s %s" % (
-        cause, attempt + 1, max_restarts, following,
-        "from the newest complete checkpoint" if trained else "afresh (no attempt of the run trained)")
+    how = "from the newest complete checkpoint" if trained else "afresh (no attempt of the run trained)"
+    if preempted:
+        why = ("preempted for a job of a higher priority: continued as %s %s, queued again at its priority with "
+               "its first submission time (preemption %d, not counted against max_restarts)"
+               % (following, how, info["preemptions"]))
+    else:
+        why = "cause %s is retryable: restart %d of %d, as %s %s" % (cause, counted + 1, max_restarts, following, how)
     return dict(result, restart=True, why=why, next={"submission_id": following, "request": request, "info": info})

@@ -241,9 +241,9 @@ def read_run(job_dir, keys=None, with_series=True):
         ``workload``, ``code_id``, ``model``, ``created`` (float, seconds since the
         epoch: when job_spec.json was written), ``recorded_status`` (status.json or
         None), ``last_step``, ``series`` (when asked), ``last`` ({metric: value}),
-        ``checkpoint`` (``latest_checkpoint``), ``resume_from`` (the spec's) and ``mlflow`` (``{run_id,
+        ``checkpoint`` (``latest_checkpoint``), ``resume_from`` (the spec's), ``mlflow`` (``{run_id,
         experiment_id, tracking_uri, ui_url}`` of its MLflow run, from ``config/mlflow_run.json``; None for an
-        untracked job).
+        untracked job) and ``preemption`` (:func:`preemption_text`, '' when none).
     """
     spec = _read_json(os.path.join(job_dir, SPEC_FILE))
     spec_dict = spec if isinstance(spec, dict) else {}
@@ -268,10 +268,46 @@ def read_run(job_dir, keys=None, with_series=True):
         "resume_from": spec_dict.get("resume_from"),
         "repeat": spec_dict.get("repeat"),
         "mlflow": _mlflow_record(job_dir),
+        "preemption": preemption_text(*(_read_json(os.path.join(job_dir, FILES[name])) for name in (
+            "preempt", "preempting", "restart", "queue"))),
     }
     if with_series:
         run["series"] = metrics["series"]
     return run
+
+
+def preemption_text(preempt, preempting, restart=None, queue=None):
+    """What preemption did to a job, in one phrase for ``status.yml`` ('' when nothing).
+
+    :param preempt: dict or None, the job's ``logs/preempt.json`` (the job controller preempts it: ``by``,
+        ``by_priority``, ``priority``, ``state``, ``step``, ``decided_at_s``, ``stopped_at_s``, ``deadline_s``).
+    :param preempting: dict or None, its ``logs/preempting.json`` (``preemptions``: the jobs preempted for it).
+    :param restart: dict or None, its ``logs/restart.json`` (``next``: the attempt that continues it).
+    :param queue: dict or None, its ``logs/queue.json`` (``admitted_at_s``: when its program started).
+    :returns: str.
+    """
+    parts = []
+    if isinstance(preempt, dict) and preempt.get("by"):
+        who = "%s (priority %s over %s)" % (preempt["by"], preempt.get("by_priority"), preempt.get("priority"))
+        if preempt.get("state") == "stopped":
+            parts.append("preempted by %s at step %s, %.1f s after the decision%s" % (
+                who, preempt.get("step"), float(preempt.get("stopped_at_s") or 0) - float(preempt.get("decided_at_s") or 0),
+                "; continues as %s from that checkpoint, queued at its priority with its first submission time"
+                % restart["next"] if isinstance(restart, dict) and restart.get("next") else ""))
+        elif preempt.get("state") == "cancelled":
+            parts.append("preemption by %s cancelled: %s" % (who, preempt.get("why")))
+        else:
+            parts.append("being preempted by %s: stops right after its next complete checkpoint (grace %s s)"
+                         % (who, preempt.get("grace_s")))
+    for item in (preempting or {}).get("preemptions") or [] if isinstance(preempting, dict) else []:
+        stopped = item.get("stopped") or {}
+        victims = ", ".join("%s%s" % (sid, " (stopped at step %s after %.1f s)" % (
+            stopped[sid].get("step"), float(stopped[sid].get("waited_s") or 0)) if sid in stopped else " (awaited)")
+            for sid in item.get("victims") or [])
+        started = (queue or {}).get("admitted_at_s") if isinstance(queue, dict) else None
+        parts.append("preempted %s; started %s" % (victims, "%.1f s after the decision" % (
+            float(started) - float(item.get("decided_at_s") or 0)) if started else "not yet"))
+    return "; ".join(parts)
 
 
 def list_job_dirs(jobs_dir):

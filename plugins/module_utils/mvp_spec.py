@@ -28,7 +28,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_copies import installe
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import (  # noqa: F401 pylint: disable=unused-import
     HYDRA_SUBDIR, RELATIVE_RE, REQUEST_KEYS, JobSpecError, _as_list, _check_env, _check_identity,
     _check_request_ray, _check_text, _fail, _is_positive, _kind, _max_restarts, _merge_overrides,
-    accept_unsupported_release, mvp_loggers, priority)
+    accept_unsupported_release, mvp_loggers, preemptible, priority)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_retention import (
     DEFAULT_KEEP, RetentionError, keep_setting, retention)
 
@@ -434,7 +434,7 @@ def mvp_job_spec(request, catalog, defaults):
     shape = _job_shape(entry, overrides, merged["field_of"])
     job_priority = priority(request, defaults)
     entrypoint = _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, metrics, watchdog, shape,
-                             job_priority["value"])
+                             job_priority["value"], (defaults.get("restart") or {}).get("queued_since"))
     if shape["pools"]:
         notes.append("queued by its whole shape, %s (%s): the trainer starts when it fits what is free and every "
                      "job submitted before it has started (mvp_gate.py: MVP_GATE_WAIT/MVP_GATE_GO in the driver log, "
@@ -488,6 +488,7 @@ def mvp_job_spec(request, catalog, defaults):
         "watchdog": watchdog if metrics else None,
         "max_restarts": max_restarts,
         "priority": job_priority,
+        "preemptible": preemptible(request, job_priority, defaults),
         "restart": defaults.get("restart") or None,
         "mlflow": mlflow,
         "request": request,
@@ -751,10 +752,13 @@ def _mlflow(entry, overrides, field_of, defaults, workload, submission_id):
             "service_dir": tracking.get("service_dir") or ""}
 
 
-def _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, metrics, watchdog, shape, rank=0):
+def _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, metrics, watchdog, shape, rank=0,
+                since=None):
     """The job's entrypoint: mvp_entry.py (driver log, watchdog) running the trainer or the project's script.
 
     :param rank: int, the job's priority number: the gate's ``--priority`` (mvp_queue.pool_options; 0 leaves it out).
+    :param since: float or None, a continued run's place in the queue (its first attempt's submission time, seconds
+        since the epoch: the gate's ``--since``); None for a first attempt.
     :returns: str, one shell-quoted command line.
     """
     python = defaults.get("python", "python")
@@ -771,7 +775,7 @@ def _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, m
     lock = cluster_lock(entry, overrides)
     if shape["pools"] or lock:
         queue = _queue_settings(defaults.get("queue"))
-        gate = ([python, "-u", posixpath.join(tools, GATE_TOOL)] + mvp_queue.pool_options(shape, rank)
+        gate = ([python, "-u", posixpath.join(tools, GATE_TOOL)] + mvp_queue.pool_options(shape, rank, since)
                 + (["--lock", lock] if lock else [])
                 + ["--log", job_paths(job_dir)["driver_log"],
                    "--dashboard-port", str(defaults.get("dashboard_port") or 8265),

@@ -33,7 +33,10 @@ platform layer cannot run it: no accelerator driver, a device the node lacks, a 
 kernel or kernel package the image lacks; the layer and the missing piece are named, the
 configuration may be valid elsewhere), ``config_rejected``
 (before the first step), ``user_code`` (the reward function), ``stopped`` (by a person, or by the cluster play that
-``logs/stopped_by.json`` names; "never started" when it was stopped while queued), ``cluster_changed``
+``logs/stopped_by.json`` names; "never started" when it was stopped while queued), ``preempted`` (the job
+controller stopped it right after a complete checkpoint - or when ``mvp_preempt_grace_s`` passed - so that
+a job of a higher priority could start: ``logs/stopped_by.json`` names that job, the step and the
+checkpoint; the run always continues from it, not counted against ``max_restarts``), ``cluster_changed``
 (a cluster play, ``site.yml -e mvp_running_jobs=restart``, stopped it to restart Ray or recreate a
 container under it: ``logs/interrupted_by.json``; restartable, the configuration is fine),
 ``short_training`` (SUCCEEDED with fewer steps than verl planned), ``no_progress`` (a resumed
@@ -53,7 +56,8 @@ except ImportError:  # the job tools' copy: verl_snapshot installs mvp_job.py be
     from mvp_job import FILES  # pylint: disable=import-error
 
 CAUSES = ("node_lost", "head_lost", "host_oom", "device_oom", "collective", "hang", "busy", "cluster_changed",
-          "queue_timeout", "infeasible", "platform_unsupported", "config_rejected", "user_code", "stopped", "short_training", "no_progress", "unknown")
+          "queue_timeout", "infeasible", "platform_unsupported", "config_rejected", "user_code", "stopped", "preempted",
+          "short_training", "no_progress", "unknown")
 # Causes a run may be restarted for (from its newest complete checkpoint): the cluster or the
 # machine failed, not the job's configuration or code (submit_job's max_restarts).
 RETRYABLE_CAUSES = ("node_lost", "head_lost", "host_oom", "collective", "hang", "busy", "cluster_changed")
@@ -458,6 +462,12 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
         return done("failed", "infeasible", "stopped by %s at %s after it %s: %s" % (
             stopped_by.get("by"), stopped_by.get("at"), trained, stopped_by.get("why") or "no ALIVE node offers what "
             "it asks for"), evidence)
+    if status == "STOPPED" and (stopped_by or {}).get("cause") == "preempted":
+        return done("failed", "preempted", "preempted by %s (priority %s over %s) at %s after it %s: %s" % (
+            stopped_by.get("preempted_by"), stopped_by.get("preemptor_priority"), stopped_by.get("priority"),
+            stopped_by.get("at"), trained, stopped_by.get("why") or "stopped for a job of a higher priority"),
+            [{"file": FILES["stopped_by"], "text": json.dumps(stopped_by, sort_keys=True)},
+             {"source": "ray job", "text": message or "STOPPED"}])
     if status == "STOPPED" or (never_started and any(GATE_STOPPED_RE.match(t) for t in lines)):
         who = ("by %s at %s%s" % (stopped_by.get("by"), stopped_by.get("at"),
                                   " (%s)" % stopped_by["why"] if stopped_by.get("why") else "") if stopped_by

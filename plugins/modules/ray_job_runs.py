@@ -156,6 +156,7 @@ runs:
     resume_from: {description: "the spec's resume_from {submission_id, step, path, world_size} or null", type: dict}
     repeat: {description: "the spec's repeat {group, index, count} or null", type: dict}
     mlflow: {description: "its MLflow run {run_id, experiment_id, tracking_uri, ui_url} (ui_url as reached now, see mlflow_ui_url), or null", type: dict}
+    preemption: {description: "what preemption did to it (by whom, at which step, what it preempted, waits), '' for nothing", type: str}
 parents:
   description: Runs a selected run resumed from (recursively), not selected themselves.
   type: list

@@ -2,8 +2,8 @@
 """mvp_gate.py: the job queue's gate - start a job's program only when its whole shape fits and its turn came.
 
 Usage: python -u mvp_gate.py --log <job_dir>/logs/driver.log [--pool NAME=NODESxGPUS:CPUS ...]
-           [--lock NAME ...] [--priority N] [--dashboard-port PORT] [--poll SECONDS] [--max-wait SECONDS]
-           [--unfit-wait SECONDS] [--timeout SECONDS] -- <program> [args...]
+           [--lock NAME ...] [--priority N] [--since EPOCH_S] [--dashboard-port PORT] [--poll SECONDS]
+           [--max-wait SECONDS] [--unfit-wait SECONDS] [--timeout SECONDS] -- <program> [args...]
 
 Why: Ray has no job queue. A verl trainer started while another job holds the GPUs fails at once
 (``Total available GPUs 0 is less than total desired GPUs 1``), and one whose node groups each fit
@@ -14,7 +14,8 @@ named ``TransferQueueController`` per cluster): such jobs take a **lock**.
 How: the queue is every PENDING or RUNNING Ray job whose entrypoint starts with this gate, read from the
 head's Jobs API (``/api/jobs/``): first the jobs whose program started (their ``logs/queue.json`` says
 ``admitted``: they hold their resources), then the waiting ones by ``--priority`` (higher first; 0 when
-absent), then in submission order (Ray's ``start_time``, then the id). Each job's shape is its ``--pool`` options (one per resource pool verl will make:
+absent), then in submission order (Ray's ``start_time``, or ``--since`` for a continued run: a preempted
+run keeps its first attempt's place; then the id). Each job's shape is its ``--pool`` options (one per resource pool verl will make:
 NODES node groups of GPUS GPUs and CPUS CPUs, each group on one node), its locks its ``--lock``
 options. ``mvp_queue.plan`` admits jobs first come, first served against the ALIVE workers' totals
 (Ray's GCS, the cluster status ``ray status`` shows); this job's program starts when the plan admits
@@ -212,6 +213,9 @@ def main():
     parser.add_argument("--lock", action="append", default=[], help="a cluster-wide lock the job takes")
     parser.add_argument(mvp_queue.PRIORITY_FLAG, type=int, default=0,
                         help="the job's priority: waiting jobs of a higher one go first (default 0)")
+    parser.add_argument(mvp_queue.SINCE_FLAG, type=float, default=None,
+                        help="a continued run's place in the queue: its first attempt's submission time (seconds "
+                        "since the epoch; default: this job's own)")
     parser.add_argument("--log", required=True, help="file that receives a copy of the gate's lines")
     parser.add_argument("--dashboard-port", type=int, default=8265, help="the head's dashboard port")
     parser.add_argument("--worker-resource", default="worker_node", help="the custom resource workers carry")

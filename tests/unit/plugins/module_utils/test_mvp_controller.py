@@ -301,3 +301,102 @@ def test_an_attempt_stopped_while_pending_is_judged_though_ray_still_lists_it_pe
     controller(config, playbooks).tick()
     assert playbooks.names() == ["record.yml"]
     assert read(mvp_controller.attempt_file(config, RUN, "supervisor"))
+
+
+GATE_WORDS = "python -u /private/common/code/tools/mvp_gate.py --pool global_pool=1x2:6 --priority %d --log l -- p"
+
+
+def preemption_case(config, fake, save_freq=10, preemptible=True, clock_at=1000.0):
+    """A low run this controller follows holds wrk2's two GPUs (its gate admitted it); a high job waits for them."""
+    make_attempt(config, RUN, RUN, 0, {"request": {"workload": "sft", "submission_id": RUN}, "max_restarts": 0,
+                                       "resume_from": None, "restart": None,
+                                       "trainer_overrides": {"trainer.save_freq": save_freq},
+                                       "preemptible": {"value": preemptible}})
+    write(mvp_controller.attempt_file(config, RUN, "queue"), {"state": "admitted", "admitted_at_s": clock_at - 100})
+    fake.add_job(RUN, "RUNNING", job_id="01000000", entrypoint=GATE_WORDS % -100, start_time=(clock_at - 110) * 1000)
+    high = "grpo-20261127-130000-fedcba"
+    write(mvp_controller.attempt_file(config, high, "queue"), {"state": "waiting"})
+    fake.add_job(high, "RUNNING", job_id="02000000", entrypoint=GATE_WORDS % 100, start_time=(clock_at - 5) * 1000)
+    return high
+
+
+def checkpoint(config, sid, step):
+    """A complete verl checkpoint of ``step`` (one rank's shards, the tracker naming it)."""
+    folder = os.path.join(mvp_controller.attempt_file(config, sid, "checkpoints"), "global_step_%d" % step)
+    os.makedirs(folder, exist_ok=True)
+    for kind in ("model", "optim", "extra_state"):
+        with open(os.path.join(folder, "%s_world_size_1_rank_0.pt" % kind), "w") as handle:
+            handle.write("x")
+    with open(os.path.join(os.path.dirname(folder), "latest_checkpointed_iteration.txt"), "w") as handle:
+        handle.write(str(step))
+
+
+def test_a_lower_run_is_preempted_right_after_its_next_checkpoint_and_continues_uncounted(config, fake_ray):
+    now = [1000.0]
+    high = preemption_case(config, fake_ray)
+    checkpoint(config, RUN, 10)  # the checkpoint it had before: not the one awaited
+    verdict = {"verdict": "failed", "cause": "preempted", "summary": "preempted", "steps": {"last": 20},
+               "start_time": 890000}
+    playbooks = Playbooks(config, fake_ray, {RUN: verdict})
+    ctl = controller(config, playbooks, clock=lambda: now[0])
+    ctl.tick()
+    note = read(mvp_controller.attempt_file(config, RUN, "preempt"))
+    assert (note["state"], note["by"], note["by_priority"], note["priority"]) == (
+        "waiting_for_checkpoint", high, 100, -100)
+    assert note["checkpoint_before"] == 10 and note["deadline_s"] == 1000.0 + 600
+    assert fake_ray.called("stop_job") == [] and ctl.urgent is True
+    # No new checkpoint yet: it trains on.
+    now[0] += 5
+    ctl.tick()
+    assert fake_ray.called("stop_job") == [] and ctl.urgent is True
+    # Its next complete checkpoint: stopped at once, saying by whom and at which step.
+    checkpoint(config, RUN, 20)
+    now[0] += 0.5
+    ctl.tick()
+    assert fake_ray.called("stop_job") == [RUN] and ctl.urgent is False
+    stopped = read(mvp_controller.attempt_file(config, RUN, "stopped_by"))
+    assert (stopped["cause"], stopped["preempted_by"], stopped["step"]) == ("preempted", high, 20)
+    assert stopped["checkpoint"] == "/private/jobs/%s/checkpoints/global_step_20" % RUN and stopped["waited_s"] == 5.5
+    record = read(mvp_controller.attempt_file(config, high, "preempting"))["preemptions"]
+    assert record[0]["victims"] == [RUN] and record[0]["stopped"][RUN]["step"] == 20
+    # Ray ends it; the controller judges it preempted and continues it though max_restarts is 0.
+    fake_ray.jobs[RUN]["status"] = type(fake_ray.jobs[RUN]["status"])("STOPPED")
+    ctl.tick()
+    link = read(mvp_controller.attempt_file(config, RUN, "restart"))
+    assert (link["next"], link["cause"]) == (RUN + "-r1", "preempted")
+    started = [extra for name, extra in playbooks.calls if name == "submit.yml"]
+    info = started[0]["controller_restart"]["info"]
+    assert (info["restarts"], info["preemptions"], info["queued_since"]) == (0, 1, 890.0)
+    assert started[0]["controller_restart"]["request"]["resume_from"] == RUN
+
+
+def test_past_the_grace_time_the_victim_is_stopped_at_once_and_a_job_that_never_saves_at_once(config, fake_ray):
+    now = [1000.0]
+    preemption_case(config, fake_ray)
+    ctl = controller(config, Playbooks(config, fake_ray, {}), clock=lambda: now[0])
+    ctl.tick()
+    assert fake_ray.called("stop_job") == []
+    now[0] += 601
+    ctl.tick()
+    stopped = read(mvp_controller.attempt_file(config, RUN, "stopped_by"))
+    assert fake_ray.called("stop_job") == [RUN] and "grace time (mvp_preempt_grace_s, 600 s) passed" in stopped["why"]
+    assert stopped["step"] is None and "newest complete checkpoint is none" in stopped["why"]
+
+
+@pytest.mark.parametrize("save_freq, preemptible, stops", [(-1, True, True), (10, False, False)])
+def test_a_job_that_never_saves_is_stopped_at_once_and_a_non_preemptible_one_never(config, fake_ray, save_freq,
+                                                                                    preemptible, stops):
+    preemption_case(config, fake_ray, save_freq=save_freq, preemptible=preemptible)
+    controller(config, Playbooks(config, fake_ray, {}), clock=lambda: 1000.0).tick()
+    assert fake_ray.called("stop_job") == ([RUN] if stops else [])
+    assert os.path.exists(mvp_controller.attempt_file(config, RUN, "preempt")) is stops
+
+
+def test_a_preemption_is_cancelled_once_its_preemptor_no_longer_waits(config, fake_ray):
+    high = preemption_case(config, fake_ray)
+    ctl = controller(config, Playbooks(config, fake_ray, {}), clock=lambda: 1000.0)
+    ctl.tick()
+    fake_ray.jobs[high]["status"] = type(fake_ray.jobs[high]["status"])("STOPPED")
+    ctl.tick()
+    note = read(mvp_controller.attempt_file(config, RUN, "preempt"))
+    assert note["state"] == "cancelled" and high in note["why"] and fake_ray.called("stop_job") == []

@@ -40,7 +40,7 @@ def test_reads_steps_metric_plan_restarts_and_watchdog(tmp_path):
     assert got == {"submission_id": "grpo-1-r1", "job_dir": job, "last_step": rows[-1][0],
                    "metric": "critic/score/mean", "first": [rows[0][0], scores[0]], "last": [rows[-1][0], scores[-1]],
                    "planned": 20, "step_time_s": (ordered[1] + ordered[2]) / 2, "metrics_mtime": 1000.0,
-                   "resumed_step": 4, "restart_attempt": 1, "max_restarts": 3, "watchdog": WATCHDOG}
+                   "resumed_step": 4, "restart_attempt": 1, "preemptions": 0, "max_restarts": 3, "watchdog": WATCHDOG}
 
 
 def test_a_job_that_logged_nothing_yet(tmp_path):
@@ -83,7 +83,7 @@ def test_step_time_prefers_verl_then_measured_then_the_average():
 def test_the_line_of_a_running_job():
     progress = {"submission_id": "sft-7", "last_step": 30, "planned": 100, "metric": "train/loss",
                 "first": [1, 6.234375], "last": [30, 1.5], "step_time_s": 4.0, "metrics_mtime": 1000.0,
-                "resumed_step": 0, "restart_attempt": 1, "max_restarts": 2, "watchdog": WATCHDOG}
+                "resumed_step": 0, "restart_attempt": 1, "preemptions": 0, "max_restarts": 2, "watchdog": WATCHDOG}
     now = 1012.0
 
     line = progress_line(progress, "RUNNING", now)

@@ -115,7 +115,7 @@ def job(sid, start_s, pools=(), locks=(), status="RUNNING", priority=None, **mor
 def test_gate_options_read_only_the_gates_own_arguments():
     options = mvp_queue.gate_options(entry(["global_pool=2x1:10"], ["transfer_queue"]))
     assert options == {"pools": [mvp_queue.parse_pool("global_pool=2x1:10")], "locks": ["transfer_queue"],
-                       "priority": 0}
+                       "priority": 0, "since": None}
     assert mvp_queue.gate_options(entry(["g=1x1:1"], priority=-100))["priority"] == -100
     assert mvp_queue.gate_options(entry(["g=1x1:1"], priority="high"))["priority"] == 0
     assert mvp_queue.gate_options("python -u mvp_entry.py -- python -m x") is None
@@ -220,3 +220,78 @@ def test_plan_without_priorities_is_first_come_first_served_whatever_started():
 def test_started_ids_are_the_jobs_whose_gate_admitted_them():
     assert mvp_queue.started_ids({"a": {"state": "admitted"}, "b": {"state": "waiting"}, "c": "junk", "d": {}}) == {"a"}
     assert mvp_queue.started_ids(None) == set()
+
+
+def test_since_keeps_a_continued_runs_place_in_the_queue():
+    shape = mvp_queue.shape_of_pools([mvp_queue.parse_pool("global_pool=2x1:10")])
+    words = ["python", GATE] + mvp_queue.pool_options(shape, -100, 1000.5) + ["--log", "l", "--", "p"]
+    assert mvp_queue.gate_options(" ".join(words))["since"] == 1000.5
+    assert "--since" not in mvp_queue.pool_options(shape, -100)
+    cluster = totals((1, 16), (1, 16))
+    jobs = [job("holder", 1, ["global_pool=2x1:10"]), job("b", 5, ["global_pool=2x1:10"], priority=-100),
+            # submitted after b (start_time 9 s) but continuing a run first submitted at 2 s:
+            dict(job("a-r1", 9, ["global_pool=2x1:10"]), entrypoint=" ".join(words))]
+    plan = mvp_queue.plan(jobs, cluster, started={"holder"})
+    assert [e["submission_id"] for e in plan] == ["holder", "b", "a-r1"]  # b (5 s) before a-r1 (its since: 1000.5 s)
+    jobs[2]["entrypoint"] = jobs[2]["entrypoint"].replace("1000.500", "2.000")
+    plan = mvp_queue.plan(jobs, cluster, started={"holder"})
+    assert [e["submission_id"] for e in plan] == ["holder", "a-r1", "b"]
+    assert plan[1]["start_time"] == 2000.0
+
+
+def admitted_at(*pairs):
+    return {sid: {"started_at": float(t)} for sid, t in pairs}
+
+
+def test_victims_are_the_fewest_lowest_most_recently_started_jobs_that_make_room():
+    # Four single-GPU workers, four single-node jobs running; a high 2-node job waits.
+    cluster = totals((1, 16), (1, 16), (1, 16), (1, 16))
+    one = ["global_pool=1x1:3"]
+    jobs = [job("low-old", 1, one, priority=-100), job("low-new", 2, one, priority=-100), job("normal", 3, one),
+            job("low-newest", 4, one, priority=-100), job("high", 9, ["global_pool=2x1:3"], priority=100)]
+    started = {"low-old", "low-new", "normal", "low-newest"}
+    plan = mvp_queue.plan(jobs, cluster, started)
+    assert mvp_queue.preemptor(plan, cluster)["submission_id"] == "high"
+    candidates = admitted_at(("low-old", 10), ("low-new", 20), ("normal", 15), ("low-newest", 30))
+    choice = mvp_queue.choose_victims(plan, cluster, candidates)
+    # Two GPUs are needed: two victims, both low, the two started last.
+    assert [v["submission_id"] for v in choice["victims"]] == ["low-newest", "low-new"]
+    # low-new not a candidate (preemptible: false, or not followed): passed over; the lowest priority goes first,
+    # low-old (-100) before normal (0) although normal started later.
+    choice = mvp_queue.choose_victims(plan, cluster, admitted_at(("low-old", 10), ("normal", 15), ("low-newest", 30)))
+    assert [v["submission_id"] for v in choice["victims"]] == ["low-newest", "low-old"]
+
+
+def test_one_big_victim_beats_two_small_ones_and_equal_priority_never_preempts():
+    cluster = totals((1, 16), (1, 16))
+    jobs = [job("low-two", 1, ["global_pool=2x1:10"], priority=-100), job("high", 5, ["global_pool=1x1:10"], priority=100)]
+    plan = mvp_queue.plan(jobs, cluster, {"low-two"})
+    choice = mvp_queue.choose_victims(plan, cluster, admitted_at(("low-two", 1)))
+    assert [v["submission_id"] for v in choice["victims"]] == ["low-two"]
+    # Equal priorities: first come, first served, no preemption.
+    same = [job("a", 1, ["global_pool=2x1:10"]), job("b", 5, ["global_pool=1x1:10"])]
+    plan = mvp_queue.plan(same, cluster, {"a"})
+    assert mvp_queue.choose_victims(plan, cluster, admitted_at(("a", 1))) is None
+    # A lower waiting job never preempts a higher running one.
+    up = [job("high-run", 1, ["global_pool=2x1:10"], priority=100), job("low", 5, ["global_pool=1x1:10"], priority=-100)]
+    assert mvp_queue.choose_victims(mvp_queue.plan(up, cluster, {"high-run"}), cluster, admitted_at(("high-run", 1))) is None
+
+
+def test_no_preemption_when_nothing_waits_for_resources_or_victims_cannot_make_room():
+    cluster = totals((1, 16), (1, 16))
+    # The waiting job fits at once: admitted, nobody to serve.
+    jobs = [job("low", 1, ["global_pool=1x1:3"], priority=-100), job("high", 5, ["global_pool=1x1:3"], priority=100)]
+    assert mvp_queue.choose_victims(mvp_queue.plan(jobs, cluster, {"low"}), cluster, admitted_at(("low", 1))) is None
+    # It waits for a lock: no preemption frees a lock.
+    jobs = [job("low", 1, ["global_pool=1x1:3"], ["tq"], priority=-100),
+            job("high", 5, ["global_pool=1x1:3"], ["tq"], priority=100)]
+    plan = mvp_queue.plan(jobs, cluster, {"low"})
+    assert plan[1]["waits_for"].startswith("lock ") and mvp_queue.choose_victims(plan, cluster, admitted_at(("low", 1))) is None
+    # The only victim's release is not enough (the rest is held by a job that may not be preempted).
+    jobs = [job("keep", 1, ["global_pool=1x1:3"]), job("low", 2, ["global_pool=1x1:3"], priority=-100),
+            job("high", 5, ["global_pool=2x1:3"], priority=100)]
+    plan = mvp_queue.plan(jobs, cluster, {"keep", "low"})
+    assert mvp_queue.choose_victims(plan, cluster, admitted_at(("low", 2))) is None
+    # A shape the workers can never hold waits without blocking: it preempts nobody.
+    jobs = [job("low", 1, ["global_pool=1x1:3"], priority=-100), job("huge", 5, ["global_pool=4x1:3"], priority=100)]
+    assert mvp_queue.choose_victims(mvp_queue.plan(jobs, cluster, {"low"}), cluster, admitted_at(("low", 1))) is None

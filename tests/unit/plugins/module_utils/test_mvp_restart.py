@@ -27,7 +27,7 @@ def test_every_retryable_cause_continues_a_run_that_trained_from_its_checkpoint(
     assert following["info"]["history"][-1]["last_step"] == 7 and following["info"]["previous_cause"] == cause
 
 
-@pytest.mark.parametrize("cause", sorted(set(mvp_verdict.CAUSES) - set(mvp_verdict.RETRYABLE_CAUSES)))
+@pytest.mark.parametrize("cause", sorted(set(mvp_verdict.CAUSES) - set(mvp_verdict.RETRYABLE_CAUSES) - {mvp_restart.PREEMPTED}))
 def test_a_cause_that_is_not_retryable_ends_the_run(cause):
     decision = mvp_restart.decide(spec(), verdict(cause, last=7))
     assert decision["restart"] is False and decision["next"] is None and cause in decision["why"]
@@ -69,3 +69,26 @@ def test_a_bad_restart_causes_setting_names_itself_and_the_fix(setting):
 def test_retryable_means_the_verdict_rules_list():
     assert mvp_restart.restart_causes("retryable") == tuple(mvp_verdict.RETRYABLE_CAUSES)
     assert mvp_restart.restart_causes(["hang", "busy"]) == ("hang", "busy")
+
+
+def test_a_preempted_attempt_always_continues_uncounted_and_keeps_its_place():
+    # The site restarts no cause at all and the run has no restart left: a preemption still continues it.
+    first = spec(max_restarts=0)
+    decision = mvp_restart.decide(first, dict(verdict("preempted", last=40), start_time=1700000000500),
+                                  causes=["busy"])
+    assert decision["restart"] is True and "not counted against max_restarts" in decision["why"]
+    info = decision["next"]["info"]
+    assert info["restarts"] == 0 and info["preemptions"] == 1 and info["attempt"] == 1
+    assert info["queued_since"] == 1700000000.5 and decision["next"]["request"]["resume_from"] == "sft-1"
+    # Preempted again later: still free, the first submission time carried on.
+    second = spec("sft-1-r1", max_restarts=0, restart=info, resume_from={"step": 40})
+    again = mvp_restart.decide(second, dict(verdict("preempted", last=80), start_time=1700000999000), causes=["busy"])
+    assert again["restart"] and again["next"]["info"]["preemptions"] == 2
+    assert again["next"]["info"]["queued_since"] == 1700000000.5
+    # A failure after the preemptions is counted from the restarts, not the attempts: max_restarts 1 allows one.
+    third = spec("sft-1-r2", max_restarts=1, restart=dict(again["next"]["info"], max_restarts=1), resume_from={"step": 80})
+    failed = mvp_restart.decide(third, verdict("node_lost", last=90))
+    assert failed["restart"] and failed["next"]["info"]["restarts"] == 1 and failed["next"]["info"]["attempt"] == 3
+    assert "restart 1 of 1" in failed["why"]
+    fourth = spec("sft-1-r3", restart=failed["next"]["info"], resume_from={"step": 90})
+    assert mvp_restart.decide(fourth, verdict("node_lost", last=95))["restart"] is False

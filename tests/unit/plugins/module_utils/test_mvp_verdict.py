@@ -335,6 +335,20 @@ def test_a_job_stopped_at_a_deadline_nothing_could_meet_is_infeasible_with_the_d
     assert plain["cause"] == "stopped" and "(%s)" % note["why"] in plain["summary"]
 
 
+def test_a_job_the_controller_preempted_is_preempted_naming_the_preemptor_step_and_checkpoint():
+    note = {"by": "the job controller c1", "at": "2026-11-28T03:00:00Z", "cause": "preempted",
+            "preempted_by": "grpo-high-1", "preemptor_priority": 100, "priority": -100, "step": 40,
+            "checkpoint": "/private/jobs/sft-low-1/checkpoints/global_step_40",
+            "why": "preempted for grpo-high-1 right after its checkpoint of step 40 (waited 3.2 s for it)"}
+    record = mvp_verdict.classify("STOPPED", log_text=lines(PRECHECK), stopped_by=note)
+    assert (record["verdict"], record["cause"]) == ("failed", "preempted")
+    assert "preempted by grpo-high-1 (priority 100 over -100) at 2026-11-28T03:00:00Z" in record["summary"]
+    assert note["why"] in record["summary"]
+    assert json.loads(record["evidence"][0]["text"])["checkpoint"] == note["checkpoint"]
+    # Stopped by a person (no cause in the note): a stop, not a preemption.
+    assert mvp_verdict.classify("STOPPED", log_text=lines(PRECHECK), stopped_by=dict(note, cause=None))["cause"] == "stopped"
+
+
 def test_judge_job_dir_takes_the_holders_the_entrypoint_recorded(tmp_path):
     (tmp_path / "logs").mkdir()
     (tmp_path / "config").mkdir()
