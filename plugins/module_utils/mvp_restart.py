@@ -84,6 +84,8 @@ def decide(spec, verdict, causes=ALL_RETRYABLE, follow_error=""):
         return dict(result, why="the run used its %d restart(s) (max_restarts)" % max_restarts)
     run = record.get("run") or spec["submission_id"]
     trained = bool(spec.get("resume_from")) or (verdict.get("steps") or {}).get("last") is not None
+    if preempted and "checkpoint_step" in verdict and verdict["checkpoint_step"] is None and not spec.get("resume_from"):
+        trained = False  # stopped before it saved any checkpoint (it saves none, or the grace time passed first)
     following = "%s-r%d" % (run, attempt + 1)
     request = dict(spec.get("request") or {}, submission_id=following)
     if trained:

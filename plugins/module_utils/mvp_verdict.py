@@ -463,6 +463,7 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
             stopped_by.get("by"), stopped_by.get("at"), trained, stopped_by.get("why") or "no ALIVE node offers what "
             "it asks for"), evidence)
     if status == "STOPPED" and (stopped_by or {}).get("cause") == "preempted":
+        record["checkpoint_step"] = stopped_by.get("step")  # None: it had saved no complete checkpoint
         return done("failed", "preempted", "preempted by %s (priority %s over %s) at %s after it %s: %s" % (
             stopped_by.get("preempted_by"), stopped_by.get("preemptor_priority"), stopped_by.get("priority"),
             stopped_by.get("at"), trained, stopped_by.get("why") or "stopped for a job of a higher priority"),

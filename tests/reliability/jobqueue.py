@@ -15,6 +15,20 @@ plays did, from the files the jobs wrote (``logs/driver.log``, ``logs/queue.json
   that order as resources free, none fails, and the first SFT ends with the final
   ``train/loss`` of the same request run alone (the baseline, run first unless ``--baseline`` names one;
   ``--no-alone`` leaves that comparison out: the molecule train scenario, for CI time).
+* "preempted": an SFT run (80 steps, a checkpoint every 10) at ``-e priority=low`` trains on both workers;
+  once it passed its first checkpoint a GRPO run (1 x 1) at ``-e priority=high`` is submitted. The job
+  controller decides to preempt the SFT run (``logs/preempt.json``: by whom, 100 over -100) and stops it
+  right after its next complete checkpoint (``logs/stopped_by.json``: cause ``preempted``, a step newer than
+  the one it had, at most RECOMPUTED_MAX steps logged past it); its verdict is ``preempted``; it continues
+  as ``<id>-r1`` (``max_restarts`` 0: not counted) from that step, waits in the queue at priority -100
+  while the GRPO run trains 2 of 2 (its ``logs/preempting.json`` names the SFT run), then trains to its
+  end: first step = the checkpoint's step + 1, final ``train/loss`` = the run alone's (unless
+  ``--no-alone``); status.yml shows both sides. The holder of "shared cluster" is ``preemptible: false``:
+  the high job there waits for its end and it is never preempted.
+* "grace passed": the same with checkpoints every 40 steps and the controller's ``mvp_preempt_grace_s`` set to
+  GRACE_S (``playbooks/controller.yml -e``, put back after): the victim is stopped at once between its
+  checkpoints (``stopped_by.json`` says the grace passed), loses at most 40 steps, continues from step 40
+  and ends with the final loss of the run alone.
 * "busy at start": the GPUs a GRPO run was admitted to are taken (a placement group made outside the
   queue) before verl reserves them: verl refuses (``Total available GPUs 0 ...``), the verdict is
   ``busy`` (never ``config_rejected``), the run continues as ``<id>-r1``, which waits in the queue
@@ -22,8 +36,10 @@ plays did, from the files the jobs wrote (``logs/driver.log``, ``logs/queue.json
 
 Expected values come from the inputs (the shapes asked, the submission order, the steps asked) and
 the baseline run's own metrics. Figures (``--seconds-out``): seconds from a job's end (Ray's
-``end_time``) to the next queued job's start (its gate's ``MVP_GATE_GO``), and the queue's cost
-per submission (the gate's wait when nothing is ahead).
+``end_time``) to the next queued job's start (its gate's ``MVP_GATE_GO``), the queue's cost
+per submission (the gate's wait when nothing is ahead), and a preemption's phases (submission to
+decision, the wait for the victim's checkpoint, the hand-over from its stop to the preemptor's
+trainer start) with the steps recomputed.
 
 Usage:
     python tests/reliability/jobqueue.py --inventory inventories/local --host-shared /srv/mvp/private
@@ -37,7 +53,7 @@ import sys
 import time
 
 from faults import CaseFailed, Cluster, finish_playbook, run_cases, start_playbook, suite_parser, write_figures
-from resume import baseline, metrics
+from resume import baseline, metrics, wait_for_run_end
 from verdicts import WATCHDOG, Job, extra_vars, read_json
 
 # The first SFT holds both workers long enough for the others to be submitted behind it, stopped and moved
@@ -48,6 +64,18 @@ HOLDER = {"trainer.total_epochs": 30, "trainer.save_freq": 80}
 # inventories/local/group_vars/all/10-local.yml) - what the run alone logs, when --no-alone leaves it out.
 HOLDER_STEPS = 30 * (64 // 8)
 SHORT = {"trainer.total_training_steps": 2}
+# The preempted run: both workers, a checkpoint every 10 steps (10 epochs of the 64-row sample: 80 steps); it is
+# preempted once it has passed its first checkpoint, so the one awaited is a later one.
+LOW = {"trainer.total_epochs": 10, "trainer.save_freq": 10}
+LOW_STEPS = 10 * (64 // 8)
+LOW_SAVE = LOW["trainer.save_freq"]
+# The grace-time case: checkpoints at steps 40 and 80 only, and a grace of a few seconds - the victim is stopped at
+# once, between its checkpoints.
+LATE = {"trainer.total_epochs": 10, "trainer.save_freq": 40}
+GRACE_S = 3
+# Steps a preempted run may log past the checkpoint it is stopped after (a CPU step here takes about 0.5 s; the
+# controller looks every 0.5 s while it waits for the checkpoint, and Ray's stop takes a moment to land).
+RECOMPUTED_MAX = 2
 SHORT_GRPO = {"trainer.total_training_steps": 2, "trainer.save_freq": 2}
 # The local cluster: two workers, one logical GPU each.
 WORKERS, GPUS_PER_WORKER = 2, 1
@@ -143,7 +171,8 @@ def case_shared_cluster(case):
     holder_steps = max(base) if base else HOLDER_STEPS
     sft, grpo, sft2, one = (Job(case, stamp(k)) for k in ("sft", "grpo", "sft2", "one"))
     shapes = {sft.id: (WORKERS, GPUS_PER_WORKER), grpo.id: (1, 1), sft2.id: (WORKERS, GPUS_PER_WORKER), one.id: (1, 1)}
-    submit(case, sft, "sft", HOLDER)
+    # preemptible: false - the high job queued behind it waits for its end instead of preempting it.
+    submit(case, sft, "sft", HOLDER, ("-e", "preemptible=false"))
     wait_for("%s admitted" % sft.id, lambda: queue_state(sft).get("state") == "admitted")
     submit_in_order(case, [(grpo, "grpo", SHORT_GRPO, ()), (sft2, "sft", SHORT, ()),
                            (one, "sft", dict(SHORT, **{"trainer.nnodes": 1}), ("-e", "priority=high"))])
@@ -224,6 +253,9 @@ def case_shared_cluster(case):
     first = min(started[one.id], started[grpo.id])
     case.check(first + 1 >= sft_end, "%s or %s started at %s, before %s ended at %.0f" % (
         one.id, grpo.id, first, sft.id, sft_end))
+    case.check(not os.path.exists(os.path.join(sft.dir, "logs", "preempt.json"))
+               and not os.path.exists(os.path.join(sft.dir, "logs", "stopped_by.json")),
+               "%s (preemptible: false) was preempted for %s" % (sft.id, one.id))
     loss = metrics(sft.dir).get(holder_steps, {}).get("train/loss")
     if base:
         base_loss = base[holder_steps].get("train/loss")
@@ -242,6 +274,130 @@ def case_shared_cluster(case):
               % (sft.id, free_to_start, grpo.id, one.id,
                  started[one.id] < (ends[grpo.id].get("end_time") or 0) / 1000.0, sft.id, loss,
                  "= alone" if base else "(not compared with the run alone: --no-alone)"))
+
+
+def case_preempted(case):
+    """A low SFT run on both workers is preempted by a high GRPO run right after its next checkpoint, continues."""
+    cluster = case.cluster
+    case.ensure_cluster()
+    case.wait_jobs_idle()
+    base = None if case.shared.get("no_alone") else baseline(case, LOW, stamp("alone"), key="preempt_baseline")
+    low_steps = max(base) if base else LOW_STEPS
+    low, high = Job(case, stamp("low")), Job(case, stamp("high"))
+    nxt = Job(case, low.id + "-r1")
+    # max_restarts 0: a preemption continues the run all the same (it is not counted).
+    submit(case, low, "sft", LOW, ("-e", "priority=low"))
+    wait_for("%s past its first checkpoint" % low.id, lambda: len(metrics(low.dir)) > LOW_SAVE + 1, timeout=300)
+    submitted = time.time()
+    submit(case, high, "grpo", SHORT_GRPO, ("-e", "priority=high", "-e", "submit_job_verl_checks=false"))
+    note = wait_for("%s's preemption decided" % low.id, lambda: read_json(os.path.join(low.dir, "logs", "preempt.json")))
+    case.check(note.get("by") == high.id and note.get("by_priority") == 100 and note.get("priority") == -100,
+               "%s's preempt.json %s, expected by %s (100 over -100)" % (low.id, note, high.id))
+    stopped = wait_for("%s stopped" % low.id, lambda: read_json(os.path.join(low.dir, "logs", "stopped_by.json")),
+                       timeout=300)
+    step = stopped.get("step")
+    case.check(stopped.get("cause") == "preempted" and stopped.get("preempted_by") == high.id and step
+               and step % LOW_SAVE == 0 and step > (note.get("checkpoint_before") or 0),
+               "%s stopped_by %s: expected preempted by %s right after a checkpoint newer than step %s"
+               % (low.id, stopped, high.id, note.get("checkpoint_before")))
+    record = wait_for("%s judged" % low.id, lambda: (read_json(os.path.join(low.dir, "logs", "status.json")) or {})
+                      .get("cause"), timeout=300)
+    case.check(record == "preempted", "%s's verdict cause %r, expected preempted" % (low.id, record))
+    spec = wait_for("%s made" % nxt.id, lambda: read_json(os.path.join(nxt.dir, "config", "job_spec.json")), timeout=300)
+    restart = spec.get("restart") or {}
+    case.check((spec.get("resume_from") or {}).get("step") == step and restart.get("preemptions") == 1
+               and restart.get("restarts") == 0,
+               "%s resumes %s with restart %s, expected step %s, 1 preemption, 0 restarts counted"
+               % (nxt.id, spec.get("resume_from"), restart, step))
+    # The high run trains; its record says what it preempted.
+    _collected, ended = high.collect()
+    steps = SHORT_GRPO["trainer.total_training_steps"]
+    case.check(ended.get("verdict") == "trained" and "trained %d of %d" % (steps, steps) in ended.get("summary", ""),
+               "%s: %r %r, expected trained %d of %d" % (high.id, ended.get("verdict"), ended.get("summary"), steps,
+                                                        steps))
+    preempting = (read_json(os.path.join(high.dir, "logs", "preempting.json")) or {}).get("preemptions") or [{}]
+    case.check(preempting[0].get("victims") == [low.id] and low.id in (preempting[0].get("stopped") or {}),
+               "%s's preempting.json %s" % (high.id, preempting))
+    waited = [line for line in log_lines(nxt, "MVP_GATE_WAIT=") if "priority -100" in line]
+    case.check(bool(waited), "%s never waited in the queue at priority -100: %s" % (nxt.id, log_lines(nxt, "MVP_GATE")))
+    status = case.play("status.yml", ["-e", "last=8"], label="status.yml")
+    text = " ".join(status.text.split())
+    case.check("preempted by %s" % high.id in text and "preempted %s (stopped at step %d" % (low.id, step) in text,
+               "status.yml does not show the preemption on both runs")
+    # The run continues from that checkpoint and ends as the run alone did.
+    end = wait_for_run_end(case, low.id, RUN_TIMEOUT)
+    case.keep(end, "run %s" % low.id)
+    first, second = metrics(low.dir), metrics(nxt.dir)
+    case.check(end.rc == 0 and second and min(second) == step + 1 and max(second) == low_steps,
+               "%s: first step %s, last %s; expected %d..%d (%s)" % (nxt.id, min(second or [0]), max(second or [0]),
+                                                                    step + 1, low_steps, end.text[-300:]))
+    recomputed = max(first) - step
+    case.check(0 <= recomputed <= RECOMPUTED_MAX, "%s logged %d step(s) past its checkpoint of step %d (at most %d)"
+               % (low.id, recomputed, step, RECOMPUTED_MAX))
+    loss = second.get(low_steps, {}).get("train/loss")
+    if base:
+        base_loss = base[low_steps].get("train/loss")
+        case.check(loss is not None and abs(loss - base_loss) <= 1e-6 * max(1.0, abs(base_loss)),
+                   "%s final train/loss %s, the run alone %s" % (nxt.id, loss, base_loss))
+    # Figures: the wait for the checkpoint, the hand-over (the victim's stop to the preemptor's trainer start).
+    gate = queue_state(high)
+    wait_s = stopped["at_s"] - note["decided_at_s"]
+    handover_s = (gate.get("admitted_at_s") or 0) - stopped["at_s"]
+    case.seconds.setdefault("preempt_submit_to_decision_s", []).append(round(note["decided_at_s"] - submitted, 1))
+    case.seconds.setdefault("preempt_wait_for_checkpoint_s", []).append(round(wait_s, 1))
+    case.seconds.setdefault("preempt_handover_s", []).append(round(handover_s, 1))
+    case.seconds.setdefault("preempt_steps_recomputed", []).append(recomputed)
+    case.note("%s preempted at step %d (%.1f s after the decision, %d step(s) past it), %s started %.1f s later; %s "
+              "continued at step %d, final train/loss %s %s" % (
+                  low.id, step, wait_s, recomputed, high.id, handover_s, nxt.id, step + 1, loss,
+                  "= alone" if base else "(not compared with the run alone: --no-alone)"))
+
+
+def case_grace_passed(case):
+    """The grace time passes before the victim's next checkpoint: it is stopped at once, loses at most save_freq
+    steps, and still ends as the run alone."""
+    cluster = case.cluster
+    case.ensure_cluster()
+    case.wait_jobs_idle()
+    base = None if case.shared.get("no_alone") else baseline(case, LATE, stamp("alone"), key="grace_baseline")
+    low_steps = max(base) if base else LOW_STEPS
+    save = LATE["trainer.save_freq"]
+    ran = case.play("playbooks/controller.yml", ["-e", "mvp_preempt_grace_s=%d" % GRACE_S],
+                    label="controller.yml grace %d s" % GRACE_S)
+    if ran.rc != 0:
+        raise CaseFailed("controller.yml -e mvp_preempt_grace_s=%d: rc=%s" % (GRACE_S, ran.rc))
+    try:
+        low, high = Job(case, stamp("late")), Job(case, stamp("now"))
+        nxt = Job(case, low.id + "-r1")
+        submit(case, low, "sft", LATE, ("-e", "priority=low"))
+        wait_for("%s past its checkpoint of step %d" % (low.id, save), lambda: len(metrics(low.dir)) > save + 1,
+                 timeout=300)
+        submit(case, high, "grpo", SHORT_GRPO, ("-e", "priority=high", "-e", "submit_job_verl_checks=false"))
+        stopped = wait_for("%s stopped" % low.id, lambda: read_json(os.path.join(low.dir, "logs", "stopped_by.json")),
+                           timeout=300)
+        case.check(stopped.get("cause") == "preempted" and "grace time (mvp_preempt_grace_s, %d s) passed" % GRACE_S
+                   in stopped.get("why", "") and stopped.get("step") == save,
+                   "%s stopped_by %s: expected preempted at once when %d s passed, newest checkpoint %d"
+                   % (low.id, stopped, GRACE_S, save))
+        end = wait_for_run_end(case, low.id, RUN_TIMEOUT)
+        case.keep(end, "run %s" % low.id)
+    finally:
+        back = case.play("playbooks/controller.yml", [], label="controller.yml (the inventory's grace)")
+        case.check(back.rc == 0, "controller.yml could not put the inventory's grace back (rc=%s)" % back.rc)
+    first, second = metrics(low.dir), metrics(nxt.dir)
+    lost = max(first) - save
+    case.check(end.rc == 0 and second and min(second) == save + 1 and max(second) == low_steps and 0 < lost <= save,
+               "%s logged up to %s (lost %d, at most %d); %s %s..%s, expected %d..%d"
+               % (low.id, max(first), lost, save, nxt.id, min(second or [0]), max(second or [0]), save + 1, low_steps))
+    loss = second.get(low_steps, {}).get("train/loss")
+    if base:
+        base_loss = base[low_steps].get("train/loss")
+        case.check(loss is not None and abs(loss - base_loss) <= 1e-6 * max(1.0, abs(base_loss)),
+                   "%s final train/loss %s, the run alone %s" % (nxt.id, loss, base_loss))
+    case.note("%s stopped at once after %.1f s (grace %d s) at step %d, %d step(s) past its checkpoint of step %d; %s "
+              "continued at step %d, final train/loss %s %s" % (
+                  low.id, stopped.get("waited_s"), GRACE_S, max(first), lost, save, nxt.id, save + 1, loss,
+                  "= alone" if base else "(not compared with the run alone: --no-alone)"))
 
 
 def case_busy_at_start(case):
@@ -301,6 +457,13 @@ CASES = [
      "others in submission order (status.yml); too big refused, nothing written; the queued SFT stopped: never "
      "started, the queue closes up; the rest train in that order, the first SFT with the final loss of the run alone",
      case_shared_cluster),
+    ("preempted", "SFT 2x1 at low trains past a checkpoint; GRPO 1x1 at high is submitted: the SFT run stops right "
+     "after its next checkpoint (cause preempted), GRPO trains, the SFT run continues uncounted from that checkpoint "
+     "(first step = its step + 1) and ends with the final loss of the run alone; status.yml shows both sides",
+     case_preempted),
+    ("grace passed", "SFT at low with checkpoints every 40 steps, the controller's grace 3 s: preempted between "
+     "checkpoints it is stopped at once, loses at most 40 steps, continues from step 40 and ends as the run alone",
+     case_grace_passed),
     ("busy at start", "GPUs taken between admission and start: verdict busy, <id>-r1 waits for them in the queue, "
      "then trains to the end", case_busy_at_start),
 ]

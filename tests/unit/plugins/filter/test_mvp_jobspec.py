@@ -554,3 +554,31 @@ def test_a_priority_the_cluster_does_not_define_is_refused_naming_the_field(requ
     with pytest.raises(Exception) as raised:
         mvp_job_spec({"submission_id": "j-3", "workload": "sft", "priority": request_priority}, catalog, defaults)
     assert field in str(raised.value) and words in str(raised.value)
+
+
+@pytest.mark.parametrize("request_priority, given, expected, words", [
+    (None, None, True, "may preempt it after its next complete checkpoint"),
+    ("low", "true", True, "higher priority than low (-100)"),
+    ("normal", False, False, "preemptible: false"),
+    ("normal", "false", False, "preemptible: false"),      # -e preemptible=false arrives as a string
+    ("high", None, False, "highest priority class (high)"),  # nothing may preempt the highest class
+])
+def test_preemptible_is_recorded_in_the_spec(request_priority, given, expected, words, catalog, spec_defaults):
+    request = {"submission_id": "j-4", "workload": "sft"}
+    request.update({k: v for k, v in (("priority", request_priority), ("preemptible", given)) if v is not None})
+    record = mvp_job_spec(request, catalog, spec_defaults)["preemptible"]
+    assert record["value"] is expected and words in record["why"]
+
+
+def test_a_preemptible_that_is_not_a_boolean_is_refused_naming_it(catalog, spec_defaults):
+    with pytest.raises(Exception) as raised:
+        mvp_job_spec({"submission_id": "j-5", "workload": "sft", "preemptible": "sometimes"}, catalog, spec_defaults)
+    assert "preemptible" in str(raised.value) and "true or false" in str(raised.value)
+
+
+def test_a_continued_runs_gate_keeps_its_first_submission_time(catalog, spec_defaults):
+    info = {"run": "j-6", "attempt": 1, "max_restarts": 0, "queued_since": 1764300000.25, "history": []}
+    words = argv(mvp_job_spec({"submission_id": "j-6-r1", "workload": "sft"}, catalog,
+                              dict(spec_defaults, restart=info))["entrypoint"])
+    gate_words = words[:words.index("--")]
+    assert gate_words[gate_words.index("--since") + 1] == "1764300000.250"

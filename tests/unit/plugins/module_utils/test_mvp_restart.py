@@ -92,3 +92,12 @@ def test_a_preempted_attempt_always_continues_uncounted_and_keeps_its_place():
     assert "restart 1 of 1" in failed["why"]
     fourth = spec("sft-1-r3", restart=failed["next"]["info"], resume_from={"step": 90})
     assert mvp_restart.decide(fourth, verdict("node_lost", last=95))["restart"] is False
+
+
+def test_a_run_preempted_before_its_first_checkpoint_starts_afresh():
+    decision = mvp_restart.decide(spec(max_restarts=0), dict(verdict("preempted", last=5), checkpoint_step=None))
+    assert decision["restart"] and "resume_from" not in decision["next"]["request"] and "afresh" in decision["why"]
+    # An attempt that itself continued an earlier one resumes from the chain's newest checkpoint.
+    later = spec("sft-1-r1", max_restarts=0, resume_from={"step": 10}, restart={"run": "sft-1", "attempt": 1})
+    decision = mvp_restart.decide(later, dict(verdict("preempted", last=15), checkpoint_step=None))
+    assert decision["next"]["request"]["resume_from"] == "sft-1-r1"

@@ -326,3 +326,19 @@ def test_list_job_dirs_newest_first_and_skips_folders_without_a_spec(tmp_path):
 def test_list_job_dirs_of_a_missing_folder_is_empty(tmp_path):
     """A shared root without jobs yet lists nothing."""
     assert list_job_dirs(str(tmp_path / "jobs")) == []
+
+
+def test_preemption_text_says_both_sides():
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import preemption_text
+    victim = {"by": "grpo-h", "by_priority": 100, "priority": -100, "state": "stopped", "step": 20,
+              "decided_at_s": 100.0, "stopped_at_s": 104.5}
+    text = preemption_text(victim, None, {"next": "sft-l-r1"})
+    assert "preempted by grpo-h (priority 100 over -100) at step 20, 4.5 s after the decision" in text
+    assert "continues as sft-l-r1" in text
+    waiting = preemption_text(dict(victim, state="waiting_for_checkpoint", grace_s=600), None)
+    assert waiting.startswith("being preempted by grpo-h") and "grace 600" in waiting
+    record = {"preemptions": [{"victims": ["sft-l", "sft-m"], "decided_at_s": 100.0,
+                               "stopped": {"sft-l": {"step": 20, "waited_s": 4.5}}}]}
+    text = preemption_text(None, record, None, {"admitted_at_s": 110.0})
+    assert text == "preempted sft-l (stopped at step 20 after 4.5 s), sft-m (awaited); started 10.0 s after the decision"
+    assert preemption_text(None, None) == "" and preemption_text({}, {"preemptions": []}) == ""
