@@ -70,13 +70,13 @@ matrix-ci: setup engine ## The matrix's CI subset (GRPO with KL loss and its res
 	ansible-playbook site.yml
 	python tests/matrix/run.py --inventory inventories/local --host-shared /srv/mvp/private --ci
 
-queue: setup engine ## Queue table against the local cluster: real jobs of three shapes at once, a too-big one, a busy start
+queue: setup engine ## Queue table against the local cluster: jobs of three shapes and priorities at once, a too-big one, preemption after a checkpoint, a busy start
 	ansible-playbook site.yml
 	python tests/reliability/jobqueue.py --inventory inventories/local --host-shared /srv/mvp/private
 
-bench-queue: setup engine ## Seconds from a job's end to the next queued job's trainer start, and the gate's cost (bench/results/queue.json)
+bench-queue: setup engine ## Seconds from a job's end to the next queued job's trainer start, the gate's cost, a preemption's phases (bench/results/queue.json)
 	ansible-playbook site.yml
-	python tests/reliability/jobqueue.py --inventory inventories/local --host-shared /srv/mvp/private --only "shared cluster" --seconds-out bench/results/queue.json
+	python tests/reliability/jobqueue.py --inventory inventories/local --host-shared /srv/mvp/private --only "shared cluster" preempted --seconds-out bench/results/queue.json
 
 bench-resume: setup engine ## Seconds from a lost node to the next attempt's first step, steps lost (bench/resume.py)
 	ansible-playbook site.yml

@@ -242,6 +242,7 @@ def build_report(runs, parents, metric_specs, baseline_id=None, config_diff=None
             "baseline": run["submission_id"] == baseline_id, "mlflow": (run.get("mlflow") or {}).get("ui_url"),
             "continues": ({"submission_id": resumed.get("submission_id"), "step": resumed.get("step")}
                           if resumed else None),
+            "preemption": run.get("preemption") or "",
         })
 
     metrics = []

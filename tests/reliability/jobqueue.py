@@ -15,7 +15,7 @@ plays did, from the files the jobs wrote (``logs/driver.log``, ``logs/queue.json
   that order as resources free, none fails, and the first SFT ends with the final
   ``train/loss`` of the same request run alone (the baseline, run first unless ``--baseline`` names one;
   ``--no-alone`` leaves that comparison out: the molecule train scenario, for CI time).
-* "preempted": an SFT run (80 steps, a checkpoint every 10) at ``-e priority=low`` trains on both workers;
+* "preempted": an SFT run (48 steps, a checkpoint every 9) at ``-e priority=low`` trains on both workers;
   once it passed its first checkpoint a GRPO run (1 x 1) at ``-e priority=high`` is submitted. The job
   controller decides to preempt the SFT run (``logs/preempt.json``: by whom, 100 over -100) and stops it
   right after its next complete checkpoint (``logs/stopped_by.json``: cause ``preempted``, a step newer than
@@ -25,9 +25,9 @@ plays did, from the files the jobs wrote (``logs/driver.log``, ``logs/queue.json
   end: first step = the checkpoint's step + 1, final ``train/loss`` = the run alone's (unless
   ``--no-alone``); status.yml shows both sides. The holder of "shared cluster" is ``preemptible: false``:
   the high job there waits for its end and it is never preempted.
-* "grace passed": the same with checkpoints every 40 steps and the controller's ``mvp_preempt_grace_s`` set to
+* "grace passed": the same with 160 steps, checkpoints every 60, and the controller's ``mvp_preempt_grace_s`` set to
   GRACE_S (``playbooks/controller.yml -e``, put back after): the victim is stopped at once between its
-  checkpoints (``stopped_by.json`` says the grace passed), loses at most 40 steps, continues from step 40
+  checkpoints (``stopped_by.json`` says the grace passed), loses at most 60 steps, continues from step 60
   and ends with the final loss of the run alone.
 * "busy at start": the GPUs a GRPO run was admitted to are taken (a placement group made outside the
   queue) before verl reserves them: verl refuses (``Total available GPUs 0 ...``), the verdict is
@@ -64,14 +64,17 @@ HOLDER = {"trainer.total_epochs": 30, "trainer.save_freq": 80}
 # inventories/local/group_vars/all/10-local.yml) - what the run alone logs, when --no-alone leaves it out.
 HOLDER_STEPS = 30 * (64 // 8)
 SHORT = {"trainer.total_training_steps": 2}
-# The preempted run: both workers, a checkpoint every 10 steps (10 epochs of the 64-row sample: 80 steps); it is
-# preempted once it has passed its first checkpoint, so the one awaited is a later one.
-LOW = {"trainer.total_epochs": 10, "trainer.save_freq": 10}
-LOW_STEPS = 10 * (64 // 8)
+# The preempted run: both workers, a checkpoint every 9 steps (6 epochs of the 64-row sample: 48 steps; no
+# checkpoint at an epoch's last step, see LATE); it is preempted once it has passed its first checkpoint, so the
+# one awaited is a later one.
+LOW = {"trainer.total_epochs": 6, "trainer.save_freq": 9}
+LOW_STEPS = 6 * (64 // 8)
 LOW_SAVE = LOW["trainer.save_freq"]
-# The grace-time case: checkpoints at steps 40 and 80 only, and a grace of a few seconds - the victim is stopped at
-# once, between its checkpoints.
-LATE = {"trainer.total_epochs": 10, "trainer.save_freq": 40}
+# The grace-time case: checkpoints at steps 60 and 120 of 160 only, and a grace of a few seconds - the victim is
+# stopped at once, between its checkpoints. 60 is not a multiple of an epoch's 8 steps: verl 0.9.1's SFT trainer
+# resumed from an epoch's last step trains one epoch less (docs/jobs.md, "Progress check").
+LATE = {"trainer.total_epochs": 20, "trainer.save_freq": 60}
+LATE_STEPS = 20 * (64 // 8)
 GRACE_S = 3
 # Steps a preempted run may log past the checkpoint it is stopped after (a CPU step here takes about 0.5 s; the
 # controller looks every 0.5 s while it waits for the checkpoint, and Ray's stop takes a moment to land).
@@ -347,6 +350,9 @@ def case_preempted(case):
     case.seconds.setdefault("preempt_wait_for_checkpoint_s", []).append(round(wait_s, 1))
     case.seconds.setdefault("preempt_handover_s", []).append(round(handover_s, 1))
     case.seconds.setdefault("preempt_steps_recomputed", []).append(recomputed)
+    if ended.get("start_time") and gate.get("admitted_at_s"):
+        case.seconds.setdefault("preempt_ray_submission_to_trainer_start_s", []).append(
+            round(gate["admitted_at_s"] - ended["start_time"] / 1000.0, 1))
     case.note("%s preempted at step %d (%.1f s after the decision, %d step(s) past it), %s started %.1f s later; %s "
               "continued at step %d, final train/loss %s %s" % (
                   low.id, step, wait_s, recomputed, high.id, handover_s, nxt.id, step + 1, loss,
@@ -360,7 +366,7 @@ def case_grace_passed(case):
     case.ensure_cluster()
     case.wait_jobs_idle()
     base = None if case.shared.get("no_alone") else baseline(case, LATE, stamp("alone"), key="grace_baseline")
-    low_steps = max(base) if base else LOW_STEPS
+    low_steps = max(base) if base else LATE_STEPS
     save = LATE["trainer.save_freq"]
     ran = case.play("playbooks/controller.yml", ["-e", "mvp_preempt_grace_s=%d" % GRACE_S],
                     label="controller.yml grace %d s" % GRACE_S)
@@ -453,7 +459,7 @@ def case_busy_at_start(case):
 
 
 CASES = [
-    ("shared cluster", "SFT 2x1 trains; GRPO 1x1, SFT 2x1, then SFT 1x1 priority high queue: the high one first, the "
+    ("shared cluster", "SFT 2x1 (preemptible: false) trains, never preempted; GRPO 1x1, SFT 2x1, then SFT 1x1 priority high queue: the high one first, the "
      "others in submission order (status.yml); too big refused, nothing written; the queued SFT stopped: never "
      "started, the queue closes up; the rest train in that order, the first SFT with the final loss of the run alone",
      case_shared_cluster),
@@ -461,8 +467,8 @@ CASES = [
      "after its next checkpoint (cause preempted), GRPO trains, the SFT run continues uncounted from that checkpoint "
      "(first step = its step + 1) and ends with the final loss of the run alone; status.yml shows both sides",
      case_preempted),
-    ("grace passed", "SFT at low with checkpoints every 40 steps, the controller's grace 3 s: preempted between "
-     "checkpoints it is stopped at once, loses at most 40 steps, continues from step 40 and ends as the run alone",
+    ("grace passed", "SFT at low with checkpoints every 60 steps, the controller's grace 3 s: preempted between "
+     "checkpoints it is stopped at once, loses at most 60 steps, continues from step 60 and ends as the run alone",
      case_grace_passed),
     ("busy at start", "GPUs taken between admission and start: verdict busy, <id>-r1 waits for them in the queue, "
      "then trains to the end", case_busy_at_start),

@@ -412,6 +412,14 @@ def test_resumed_run_is_one_line_and_its_selected_parent_is_not_drawn():
     assert report["runs"][0]["continues"] is None
 
 
+def test_a_preempted_run_is_one_curve_across_the_preemption_and_its_row_says_so():
+    parent, child = _parent_and_child()
+    parent["preemption"] = "preempted by H (priority 100 over -100) at step %d" % RESUME_STEP
+    report = build_report([parent, child], [], [_spec("lower", abs_tol=0.05)])
+    assert [line["ids"] for line in report["lines"]] == [["P", "C"]]
+    assert report["runs"][0]["preemption"] == parent["preemption"] and report["runs"][1]["preemption"] == ""
+
+
 def test_parent_passed_only_in_parents_still_makes_the_chain():
     """A parent loaded only because the run resumed from it prefixes the curve and the comparison."""
     parent, child = _parent_and_child()
