@@ -10,8 +10,8 @@ checkpoint, or one of the attempts before it), unless no attempt of the run ever
 afresh. An attempt the job controller preempted (cause ``preempted``: stopped right after a complete
 checkpoint for a job of a higher priority) always continues, whatever ``mvp_restart_causes`` says, and
 is not counted against ``max_restarts``. Every next attempt keeps the run's place in the queue: its
-first attempt's submission time (``info["queued_since"]``, the gate's ``--since``). ``submit_job``'s restart loop (roles/submit_job/tasks/attempts.yml) asks ``decide`` once per
-ended attempt; the filter ``mvp.ray.mvp_restart_decision`` is its YAML side.
+first attempt's submission time (``info["queued_since"]``, the gate's ``--since``). The job controller
+(``mvp_controller``) asks ``decide`` once per ended attempt.
 """
 
 from __future__ import annotations

@@ -400,3 +400,18 @@ def test_a_preemption_is_cancelled_once_its_preemptor_no_longer_waits(config, fa
     ctl.tick()
     note = read(mvp_controller.attempt_file(config, RUN, "preempt"))
     assert note["state"] == "cancelled" and high in note["why"] and fake_ray.called("stop_job") == []
+
+
+def test_a_restarted_controller_goes_on_with_a_preemption_it_decided_from_the_files(config, fake_ray):
+    high = preemption_case(config, fake_ray)
+    controller(config, Playbooks(config, fake_ray, {}), clock=lambda: 1000.0).tick()
+    decided = read(mvp_controller.attempt_file(config, RUN, "preempt"))
+    # A new process (killed and started again by its keeper): nothing in memory, the decision on disk.
+    again = controller(config, Playbooks(config, fake_ray, {}), clock=lambda: 1001.0)
+    again.tick()
+    assert again.urgent is True and fake_ray.called("stop_job") == []
+    assert read(mvp_controller.attempt_file(config, RUN, "preempt")) == decided  # not decided a second time
+    checkpoint(config, RUN, 10)
+    again.tick()
+    assert fake_ray.called("stop_job") == [RUN]
+    assert read(mvp_controller.attempt_file(config, RUN, "stopped_by"))["preempted_by"] == high
