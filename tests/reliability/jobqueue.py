@@ -16,7 +16,8 @@ plays did, from the files the jobs wrote (``logs/driver.log``, ``logs/queue.json
   ``train/loss`` of the same request run alone (the baseline, run first unless ``--baseline`` names one;
   ``--no-alone`` leaves that comparison out: the molecule train scenario, for CI time).
 * "preempted": an SFT run (48 steps, a checkpoint every 9) at ``-e priority=low`` trains on both workers;
-  once it passed its first checkpoint a GRPO run (1 x 1) at ``-e priority=high`` is submitted. The job
+  once it passed its first checkpoint a GRPO run (1 x 1; ``--preemptor sft``: a one-node SFT run) at
+  ``-e priority=high`` is submitted. The job
   controller decides to preempt the SFT run (``logs/preempt.json``: by whom, 100 over -100) and stops it
   right after its next complete checkpoint (``logs/stopped_by.json``: cause ``preempted``, a step newer than
   the one it had, at most RECOMPUTED_MAX steps logged past it); its verdict is ``preempted``; it continues
@@ -43,7 +44,7 @@ trainer start) with the steps recomputed.
 
 Usage:
     python tests/reliability/jobqueue.py --inventory inventories/local --host-shared /srv/mvp/private
-        [--only CASE ...] [--baseline ID] [--no-alone] [--seconds-out FILE]
+        [--only CASE ...] [--baseline ID] [--no-alone] [--preemptor grpo|sft] [--seconds-out FILE]
 """
 import calendar
 import os
@@ -288,11 +289,23 @@ def case_preempted(case):
     low_steps = max(base) if base else LOW_STEPS
     low, high = Job(case, stamp("low")), Job(case, stamp("high"))
     nxt = Job(case, low.id + "-r1")
-    # max_restarts 0: a preemption continues the run all the same (it is not counted).
-    submit(case, low, "sft", LOW, ("-e", "priority=low"))
-    wait_for("%s past its first checkpoint" % low.id, lambda: len(metrics(low.dir)) > LOW_SAVE + 1, timeout=300)
+    # max_restarts 0: a preemption continues the run all the same (it is not counted). Submitted with wait=true:
+    # the submitting play follows the run across the preemption to its end.
+    argv, proc = start_playbook(cluster, "submit.yml", [
+        "-e", "workload=sft", "-e", "submission_id=" + low.id, "-e", "wait=true", "-e", "priority=low",
+        "-e", "submit_job_verl_checks=false"]
+        + extra_vars(trainer_overrides=LOW, mvp_watchdog=WATCHDOG, max_restarts=0))
+    since = time.time()
+
+    def past_first_checkpoint():
+        if proc.poll() is not None:
+            raise CaseFailed("submit.yml of %s ended (rc=%s) before it trained" % (low.id, proc.returncode))
+        return len(metrics(low.dir)) > LOW_SAVE + 1
+    wait_for("%s past its first checkpoint" % low.id, past_first_checkpoint, timeout=300)
     submitted = time.time()
-    submit(case, high, "grpo", SHORT_GRPO, ("-e", "priority=high", "-e", "submit_job_verl_checks=false"))
+    preemptor = case.shared.get("preemptor") or "grpo"
+    submit(case, high, preemptor, SHORT_GRPO if preemptor == "grpo" else dict(SHORT, **{"trainer.nnodes": 1}),
+           ("-e", "priority=high", "-e", "submit_job_verl_checks=false"))
     note = wait_for("%s's preemption decided" % low.id, lambda: read_json(os.path.join(low.dir, "logs", "preempt.json")))
     case.check(note.get("by") == high.id and note.get("by_priority") == 100 and note.get("priority") == -100,
                "%s's preempt.json %s, expected by %s (100 over -100)" % (low.id, note, high.id))
@@ -327,9 +340,13 @@ def case_preempted(case):
     text = " ".join(status.text.split())
     case.check("preempted by %s" % high.id in text and "preempted %s (stopped at step %d" % (low.id, step) in text,
                "status.yml does not show the preemption on both runs")
-    # The run continues from that checkpoint and ends as the run alone did.
+    # The run continues from that checkpoint and ends as the run alone did; the play that submitted it says so.
     end = wait_for_run_end(case, low.id, RUN_TIMEOUT)
-    case.keep(end, "run %s" % low.id)
+    play = finish_playbook(argv, proc, since, RUN_TIMEOUT)
+    case.keep(play, "submit sft wait=true (the victim)")
+    case.check(play.rc == 0 and nxt.id in play.text and "preempted" in play.text,
+               "the victim's submit.yml wait=true: rc=%s, names %s: %s, says preempted: %s"
+               % (play.rc, nxt.id, nxt.id in play.text, "preempted" in play.text))
     first, second = metrics(low.dir), metrics(nxt.dir)
     case.check(end.rc == 0 and second and min(second) == step + 1 and max(second) == low_steps,
                "%s: first step %s, last %s; expected %d..%d (%s)" % (nxt.id, min(second or [0]), max(second or [0]),
@@ -481,9 +498,12 @@ def main():
     parser.add_argument("--baseline", help="an SFT run of the holder's request (HOLDER) run alone (else one is run)")
     parser.add_argument("--no-alone", action="store_true",
                         help="\"shared cluster\" without the run alone: the holder's final loss is not compared")
+    parser.add_argument("--preemptor", choices=("grpo", "sft"), default="grpo",
+                        help="\"preempted\": the high run's workload (1 x 1, 2 steps; sft starts in a third of "
+                        "grpo's time: the molecule train scenario, for CI time)")
     parser.add_argument("--seconds-out", help="write the measured figures as JSON here")
     args = parser.parse_args()
-    seconds, shared = {}, {"baseline": args.baseline, "no_alone": args.no_alone}
+    seconds, shared = {}, {"baseline": args.baseline, "no_alone": args.no_alone, "preemptor": args.preemptor}
 
     def prepare(case):
         case.seconds = seconds
