@@ -334,8 +334,12 @@ def case_preempted(case):
     preempting = (read_json(os.path.join(high.dir, "logs", "preempting.json")) or {}).get("preemptions") or [{}]
     case.check(preempting[0].get("victims") == [low.id] and low.id in (preempting[0].get("stopped") or {}),
                "%s's preempting.json %s" % (high.id, preempting))
-    waited = [line for line in log_lines(nxt, "MVP_GATE_WAIT=") if "priority -100" in line]
-    case.check(bool(waited), "%s never waited in the queue at priority -100: %s" % (nxt.id, log_lines(nxt, "MVP_GATE")))
+    # The continued attempt starts only once the high run left room; while it waits, its gate says its priority.
+    again = wait_for("%s's trainer start" % nxt.id, lambda: queue_state(nxt).get("admitted_at_s"), timeout=RUN_TIMEOUT)
+    high_end = (ended.get("end_time") or 0) / 1000.0
+    waits = log_lines(nxt, "MVP_GATE_WAIT=")
+    case.check(again + 1 >= high_end and all("priority -100" in line for line in waits),
+               "%s started at %.1f, %s ended at %.1f; its wait lines %s" % (nxt.id, again, high.id, high_end, waits))
     status = case.play("status.yml", ["-e", "last=8"], label="status.yml")
     text = " ".join(status.text.split())
     case.check("preempted by %s" % high.id in text and "preempted %s (stopped at step %d" % (low.id, step) in text,
@@ -379,7 +383,6 @@ def case_preempted(case):
 def case_grace_passed(case):
     """The grace time passes before the victim's next checkpoint: it is stopped at once, loses at most save_freq
     steps, and still ends as the run alone."""
-    cluster = case.cluster
     case.ensure_cluster()
     case.wait_jobs_idle()
     base = None if case.shared.get("no_alone") else baseline(case, LATE, stamp("alone"), key="grace_baseline")
@@ -480,7 +483,7 @@ CASES = [
      "others in submission order (status.yml); too big refused, nothing written; the queued SFT stopped: never "
      "started, the queue closes up; the rest train in that order, the first SFT with the final loss of the run alone",
      case_shared_cluster),
-    ("preempted", "SFT 2x1 at low trains past a checkpoint; GRPO 1x1 at high is submitted: the SFT run stops right "
+    ("preempted", "SFT 2x1 at low trains past a checkpoint; GRPO 1x1 (or SFT, --preemptor) at high is submitted: the SFT run stops right "
      "after its next checkpoint (cause preempted), GRPO trains, the SFT run continues uncounted from that checkpoint "
      "(first step = its step + 1) and ends with the final loss of the run alone; status.yml shows both sides",
      case_preempted),
