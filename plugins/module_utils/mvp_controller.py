@@ -299,7 +299,7 @@ def end_record(state, trained, why, attempts, verdict=None, now=None):
     """
     return {"run": attempts[0], "state": state, "trained": bool(trained), "why": why, "attempts": list(attempts),
             "verdict": verdict or None, "by": "job controller",
-            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}
+            "at": _stamp(now)}
 
 
 class Controller(object):
@@ -473,11 +473,11 @@ class Controller(object):
         """
         note = {"by": "the job controller %s" % self.config["name"], "why": why, "cause": cause,
                 "demand": demand, "offers": offers,
-                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock())), "status_before": "stalled"}
+                "at": _stamp(self.clock()), "status_before": "stalled"}
         note = {key: value for key, value in note.items() if value is not None}
         path = attempt_file(self.config, current, "stopped_by")
         if not os.path.exists(path):
-            write_text_atomic(path, json.dumps(note, indent=2, sort_keys=True) + "\n")
+            _write_json(path, note)
         self.say("%s: stopping it: %s" % (current, why))
         jobs_api.stop_job(current)
 
@@ -539,13 +539,13 @@ class Controller(object):
                     "run": currents[sid]["run"], "decided_at": _stamp(now), "decided_at_s": now, "grace_s": grace,
                     "deadline_s": now + grace, "checkpoint_before": newest.get("step"),
                     "save_freq": _save_freq(spec), "by_controller": self.config["name"]}
-            write_text_atomic(attempt_file(self.config, sid, "preempt"), json.dumps(note, indent=2, sort_keys=True) + "\n")
+            _write_json(attempt_file(self.config, sid, "preempt"), note)
             victims.append(sid)
         path = attempt_file(self.config, waiting["submission_id"], "preempting")
         record = read_json(path) or {"preemptions": []}
         record["preemptions"].append({"victims": victims, "decided_at": _stamp(now), "decided_at_s": now,
                                       "priority": waiting.get("priority", 0), "stopped": {}})
-        write_text_atomic(path, json.dumps(record, indent=2, sort_keys=True) + "\n")
+        _write_json(path, record)
         self.say("%s (priority %s) cannot start: preempting %s after their next complete checkpoint (at most %d s)"
                  % (waiting["submission_id"], waiting.get("priority", 0), ", ".join(
                      "%s (priority %s)" % (e["submission_id"], e.get("priority", 0)) for e in choice["victims"]),
@@ -572,7 +572,7 @@ class Controller(object):
                     attempt_file(self.config, note["by"], "queue")).get("state") == "admitted":
                 note.update(state="cancelled", cancelled_at=_stamp(self.clock()),
                             why="%s no longer waits (%s)" % (note["by"], status_name(preemptor.get("status"))))
-                write_text_atomic(path, json.dumps(note, indent=2, sort_keys=True) + "\n")
+                _write_json(path, note)
                 self.say("%s: preemption cancelled: %s" % (sid, note["why"]))
                 continue
             now = self.clock()
@@ -605,9 +605,9 @@ class Controller(object):
                    "at": _stamp(now), "at_s": now, "status_before": "running"}
         path = attempt_file(self.config, sid, "stopped_by")
         if not os.path.exists(path):
-            write_text_atomic(path, json.dumps(stopped, indent=2, sort_keys=True) + "\n")
+            _write_json(path, stopped)
         note.update(state="stopped", stopped_at=_stamp(now), stopped_at_s=now, step=newest.get("step"), why=why)
-        write_text_atomic(attempt_file(self.config, sid, "preempt"), json.dumps(note, indent=2, sort_keys=True) + "\n")
+        _write_json(attempt_file(self.config, sid, "preempt"), note)
         record_path = attempt_file(self.config, note["by"], "preempting")
         record = read_json(record_path)
         for item in record.get("preemptions") or []:
@@ -615,7 +615,7 @@ class Controller(object):
                 item.setdefault("stopped", {})[sid] = {"at": _stamp(now), "at_s": now, "step": newest.get("step"),
                                                        "waited_s": stopped["waited_s"], "why": why}
         if record:
-            write_text_atomic(record_path, json.dumps(record, indent=2, sort_keys=True) + "\n")
+            _write_json(record_path, record)
         self.say("%s: preempted for %s %s" % (sid, note["by"], why))
         jobs_api.stop_job(sid)
 
@@ -650,10 +650,10 @@ class Controller(object):
         link = {"next": decision["next"]["submission_id"], "run": decision["next"]["info"]["run"],
                 "attempt": decision["next"]["info"]["attempt"] - 1, "cause": verdict.get("cause"),
                 "summary": verdict.get("summary") or "", "why": decision["why"], "by": "job controller",
-                "decided_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock()))}
+                "decided_at": _stamp(self.clock())}
         path = attempt_file(self.config, current, "restart")
         if not os.path.exists(path):
-            write_text_atomic(path, json.dumps(link, indent=2, sort_keys=True) + "\n")
+            _write_json(path, link)
         self.continue_run(run_state(self.config, state["run"]))
 
     def continue_run(self, state):
@@ -689,7 +689,7 @@ class Controller(object):
                       "start_s": round(self.clock() - start_started, 1), "started_at": self.clock()}
             path = attempt_file(self.config, previous, "continued")
             if not os.path.exists(path):
-                write_text_atomic(path, json.dumps(phases, indent=2, sort_keys=True) + "\n")
+                _write_json(path, phases)
             return
         self.end(state, "stopped", False, "the next attempt %s could not be started: %s" % (
             nxt["submission_id"], _playbook_failure(self.config["playbooks"]["submit"], ran)), verdict)
@@ -755,8 +755,7 @@ class Controller(object):
     def end(self, state, how, trained, why, verdict=None):
         """Write the run's end into its first attempt's ``logs/supervisor.json`` and stop following it."""
         record = end_record(how, trained, why, state["attempts"], verdict, self.clock())
-        write_text_atomic(attempt_file(self.config, state["run"], "supervisor"),
-                          json.dumps(record, indent=2, sort_keys=True) + "\n")
+        _write_json(attempt_file(self.config, state["run"], "supervisor"), record)
         self.known[state["run"]] = False
         self.say("run %s %s: %s" % (state["run"], how, why))
 
@@ -777,6 +776,11 @@ class Controller(object):
             write_text_atomic(path, json.dumps(beat, sort_keys=True) + "\n")
         except OSError as exc:
             self.say("cannot write the heartbeat %s: %s" % (path, exc))
+
+
+def _write_json(path, value):
+    """Write a state file of a job directory: ``value`` as indented JSON, atomically (``write_text_atomic``)."""
+    write_text_atomic(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
 def _stamp(seconds):

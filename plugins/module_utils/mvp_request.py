@@ -451,12 +451,12 @@ def preemptible(request, job_priority, defaults):
     :raises JobSpecError: ``preemptible`` is not a boolean.
     """
     given = request.get("preemptible")
-    if given is not None and not isinstance(given, bool):
-        text = str(given).strip().lower()
-        if text not in ("true", "false", "yes", "no"):
+    if given is not None:
+        try:  # Ansible's own rule, as for accept_unsupported_release: -e key=value gives the text 'false'
+            given = boolean(given, strict=True)
+        except TypeError:
             _fail("preemptible", "is %r, not true or false" % (given,),
                   "give preemptible: false for a run nothing may stop for a more urgent one (default true)")
-        given = text in ("true", "yes")
     classes = defaults.get("priority_classes") or PRIORITY_CLASSES
     top = max(int(v) for v in classes.values()) if classes else 0
     if given is False:
