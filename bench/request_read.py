@@ -114,7 +114,7 @@ def main():
             text, source, limits, libyaml=False), args.repeat)
         safe, safe_min = timings_ms(lambda: yaml.safe_load(data), args.repeat)
         # The whole front door of the ray_job_request action: the strict read, then every field's own rules.
-        # (ray-base.yaml is the inventory's mvp_ray_base given with -e @file, not a request: read only.)
+        # (ray-base.yaml is the inventory's submit_job_ray_base given with -e @file, not a request: read only.)
         whole = whole_min = None
         if set(mvp_request.mvp_parse_jobspec(data, path)) <= mvp_request.REQUEST_KEYS:
             whole, whole_min = timings_ms(lambda: mvp_request.check_request(

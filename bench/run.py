@@ -35,7 +35,7 @@ network and shared folder, and removes them at the end. Needs the node image
 Usage: python bench/run.py [--repeat 3] [--sizes 1 2 16] [--out bench/results/latest.json]
        [--sizes-only | --submit-only] [-e VAR=VALUE ...] [--keep-going] [--no-raw] [--idle-wait 15]
 
--e passes extra variables to every playbook run (for example ``-e mvp_ray_start_attempts=1`` to
+-e passes extra variables to every playbook run (for example ``-e ray_worker_start_attempts=1`` to
 measure bring-up without the retry of a failed ``ray start``; ``ANSIBLE_FORKS`` paces how many
 nodes are worked on at once). With --keep-going a failed sized bring-up is counted
 (``failed_site_cold_<N>w``, with the reason's last line) instead of ending the benchmark.
@@ -144,7 +144,7 @@ def inventory(tmp, workers):
     os.symlink(os.path.join(ROOT, "inventories/local/group_vars/ray_nodes"), os.path.join(inv, "group_vars/ray_nodes"))
     with open(os.path.join(inv, "group_vars/all/10-bench.yml"), "w") as handle:
         handle.write("mvp_host_shared_dir: %s\nmvp_node_image_build: true\nmvp_docker_network: %s\n"
-                     "mvp_verl_snapshots:\n  - code_id: verl-0.9.1\n    pip: verl==0.9.1\n" % (SHARED, NETWORK))
+                     "verl_snapshot_sources:\n  - code_id: verl-0.9.1\n    pip: verl==0.9.1\n" % (SHARED, NETWORK))
     hosts = ["all:", "  children:", "    docker_hosts:", "      hosts:", "        localhost:",
              "          ansible_connection: local",
              "          ansible_python_interpreter: \"{{ ansible_playbook_python }}\"",

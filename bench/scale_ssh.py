@@ -567,7 +567,7 @@ def ray_side(sizes):
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "run.py"), "--sizes"]
                           + [str(s) for s in sizes]
                           + ["--sizes-only", "--no-raw", "--repeat", "1", "--keep-going",
-                             "-e", "mvp_ray_worker_cpus=1", "--out", out], cwd=ROOT, check=False)
+                             "-e", "ray_worker_cpus=1", "--out", out], cwd=ROOT, check=False)
     ray = {}
     if os.path.exists(out):
         with open(out) as handle:

@@ -54,7 +54,7 @@ stage_syntax() {
   local base=mvp-devcheck-base:absent
   if ansible-playbook playbooks/cluster.yml -i inventories/dev --check --tags prereq,containers -l h1 \
       -e ansible_connection=local -e "ansible_python_interpreter=$(command -v python)" \
-      -e mvp_docker_network=mvp-devcheck-net -e "mvp_node_image_base=$base" >/tmp/mvp-devcheck.log 2>&1 \
+      -e mvp_docker_network=mvp-devcheck-net -e "docker_host_node_image_base=$base" >/tmp/mvp-devcheck.log 2>&1 \
       && grep -Eq "mvp-verl-gpu:[0-9a-f]{12} would be built FROM $base" /tmp/mvp-devcheck.log \
       && [ "$(grep -Ec "image: mvp-verl-gpu:[0-9a-f]{12}$" /tmp/mvp-devcheck.log)" = 3 ] \
       && [ "$(grep -A4 -- 'device_ids:' /tmp/mvp-devcheck.log | grep -Eo "'[0-9]+'" | tr -d "'\n")" = 01234567 ] \

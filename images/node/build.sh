@@ -56,7 +56,7 @@ VARIANT_DIR=""
 if [ -n "$VARIANT" ]; then
   VARIANT_DIR=$(cd "$HERE/.." && pwd)/$VARIANT
   [ -f "$VARIANT_DIR/requirements.txt" ] \
-    || die "variant '$VARIANT' has no $VARIANT_DIR/requirements.txt (mvp_node_image_variant names a folder under images/)."
+    || die "variant '$VARIANT' has no $VARIANT_DIR/requirements.txt (docker_host_node_image_variant names a folder under images/)."
 fi
 REPO=${MVP_IMAGE_REPO:-mvp-${VARIANT:-ray-node}}
 

@@ -3,8 +3,8 @@
 The project's submission check (plugins/module_utils/mvp_release.py in the collection) reads ``PLATFORM`` from
 the nodes' Python and refuses a code snapshot of a release outside ``PLATFORM["verl"]`` unless the request
 accepts the risk. The image's Dockerfile writes the range and the base image into :data:`DECLARATION` at build
-time (build arguments MVP_VERL_RELEASES and MVP_BASE_IMAGE, from the inventory's mvp_node_image_verl_releases
-and mvp_node_image_base): the base is verl's GPU dependency image of a release line, and its torch, vLLM and
+time (build arguments MVP_VERL_RELEASES and MVP_BASE_IMAGE, from the inventory's docker_host_node_image_verl_releases
+and docker_host_node_image_base): the base is verl's GPU dependency image of a release line, and its torch, vLLM and
 CUDA pins are what decide which verl releases run on it.
 """
 import json
@@ -30,5 +30,5 @@ PLATFORM = {
     "layer": "mvp-verl-gpu %s (GPU node image over %s, images/verl-gpu)" % (__version__, _BUILD.get("base") or "?"),
     "verl": _BUILD.get("verl") or "",
     "why": "the base image's torch, vLLM and CUDA pins are those of this verl release line "
-           "(mvp_node_image_verl_releases goes with mvp_node_image_base)",
+           "(docker_host_node_image_verl_releases goes with docker_host_node_image_base)",
 }

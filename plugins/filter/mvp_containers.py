@@ -52,7 +52,7 @@ def mvp_container_plan(nodes, hostvars, settings):
         for limit in ulimits:
             parts = str(limit).split(":")
             if len(parts) not in (2, 3) or not parts[0] or not all(p.lstrip("-").isdigit() for p in parts[1:]):
-                raise ValueError("mvp_container_ulimits: %r is not name:soft:hard (e.g. memlock:-1:-1, "
+                raise ValueError("containers_ulimits: %r is not name:soft:hard (e.g. memlock:-1:-1, "
                                  "stack:67108864:67108864)" % (limit,))
         if ulimits:
             item["ulimits"] = [str(limit) for limit in ulimits]

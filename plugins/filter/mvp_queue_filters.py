@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Jinja2 filters that show the cluster's job queue (module_utils ``mvp_queue``) in a play's output."""
+"""Jinja2 filters that show the cluster's job queue (module_utils ``submit_job_queue``) in a play's output."""
 
 from __future__ import annotations
 

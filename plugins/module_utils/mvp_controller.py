@@ -584,7 +584,7 @@ class Controller(object):
                 why = "at once: it saves no checkpoint (trainer.save_freq %s)" % note.get("save_freq")
             elif now >= note["deadline_s"]:
                 newest_text = "step %d" % step if step is not None else "none"
-                why = ("at once: the grace time (mvp_preempt_grace_s, %d s) passed before its next checkpoint; its "
+                why = ("at once: the grace time (job_controller_preempt_grace_s, %d s) passed before its next checkpoint; its "
                        "newest complete checkpoint is %s" % (note["grace_s"], newest_text))
             else:
                 waiting = True

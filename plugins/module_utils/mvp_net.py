@@ -104,7 +104,7 @@ def head_network(head_ip, port=6379, socket_ifname="", run=subprocess.run):
 
     :param head_ip: str, IPv4 address of the head.
     :param port: int, the head's GCS port (see route_to).
-    :param socket_ifname: str, the interface to use instead of the route's (mvp_ray_socket_ifname);
+    :param socket_ifname: str, the interface to use instead of the route's (ray_worker_socket_ifname);
         then the node IP is left to Ray and an unusable route is not a problem.
     :param run: subprocess.run (a parameter for tests).
     :returns: dict ``route`` (route_to), ``problem`` (route_problem, or '' with *socket_ifname*),

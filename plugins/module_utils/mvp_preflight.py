@@ -50,8 +50,8 @@ def node_problems(host, found, expect):
                         % (host, root, "missing" if not storage.get("exists") else "not a writable directory"))
     fstype = storage.get("fstype") or "unknown"
     if boolean(expect["require_nfs"], strict=False) and not fstype.startswith("nfs"):
-        problems.append("%s: %s is %s, not NFS (mvp_require_nfs is true). Mount the NFS export there, or set "
-                        "mvp_require_nfs=false." % (host, root, fstype))
+        problems.append("%s: %s is %s, not NFS (preflight_require_nfs is true). Mount the NFS export there, or set "
+                        "preflight_require_nfs=false." % (host, root, fstype))
     if found.get("mismatched_probes"):
         problems.append("%s does not see the head's %s: the probe file the head (%s) just wrote under %s is missing or "
                         "different here. Every node must mount the same shared storage at %s (mvp_shared_root)."
@@ -69,13 +69,13 @@ def node_problems(host, found, expect):
         problems.append("%s: GPU memory is held by processes that are not Ray's: %s. A job would run out of memory or "
                         "wait: stop them (nvidia-smi shows them) before bringing Ray up here." % (host, listed))
     if int(found.get("shm_bytes") or 0) < human_to_bytes(str(expect["min_shm_size"])):
-        problems.append("%s: /dev/shm is %s GiB, below %s (mvp_preflight_min_shm_size): Ray's object store and NCCL "
-                        "need it. Raise mvp_container_shm_size (containers made here) or the platform's shm size."
+        problems.append("%s: /dev/shm is %s GiB, below %s (preflight_min_shm_size): Ray's object store and NCCL "
+                        "need it. Raise containers_shm_size (containers made here) or the platform's shm size."
                         % (host, _gib(int(found.get("shm_bytes") or 0)), expect["min_shm_size"]))
     free = found.get("free_bytes") or {}
     low = [var for var in expect["disk_paths"] if int(free.get(var, 0)) < float(expect["min_free_gb"]) * GIB]
     if low:
-        template = ("%s: %s (%s) has %s GiB free, below %s GiB (mvp_preflight_min_free_gb): spilled objects, logs and "
+        template = ("%s: %s (%s) has %s GiB free, below %s GiB (preflight_min_free_gb): spilled objects, logs and "
                     "checkpoints fill it. Free space or lower the setting.")
         problems.append(" ".join(template % (host, expect["disk_paths"][var], var, _gib(int(free.get(var, 0))),
                                              expect["min_free_gb"]) for var in low))

@@ -211,7 +211,7 @@ def start_notes(results, attempts):
 
     :param results: list of ``[host, result]`` pairs, ``result`` a ``ray_worker`` module result (keys
         ``reason``, ``attempts``, ``failed_attempts``); skipped or failed tasks' results are left out.
-    :param attempts: int, the starts allowed per worker (mvp_ray_start_attempts), shown as "of N".
+    :param attempts: int, the starts allowed per worker (ray_worker_start_attempts), shown as "of N".
     :returns: list of str: "<host>: <reason>" where Ray was (re)started for another reason than
         joining, and "<host> joined at attempt N of M; failed before: ..." where starts failed first.
     """

@@ -216,7 +216,7 @@ def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
                         % (", ".join(name.split("/", 1)[1] for name in tools), spec["tools_dir"]))
     if "mvp_marker.py" in missing or "verl/__init__.py" in missing:
         problems.append("code_path %s is not a code snapshot (needs mvp_marker.py and verl/__init__.py). Create it "
-                        "with site.yml (mvp_verl_snapshots) or pick an existing code_id under %s/common/code/verl/."
+                        "with site.yml (verl_snapshot_sources) or pick an existing code_id under %s/common/code/verl/."
                         % (spec["code_path"], root))
     release = release_problem(check.get("release"), spec.get("code_id"), bool(spec.get("accept_unsupported_release")))
     if release:
@@ -246,7 +246,7 @@ def mvp_submit_problems(check, spec, worker_resource, check_gpus=True):
     if check.get("verl_errors"):
         problems.append("verl's own start-up checks (snapshot %s, run on the head before submission) refuse the "
                         "config: %s. Fix: set the key verl names in trainer_overrides (the workload's defaults: "
-                        "mvp_workloads / mvp_job_overrides)." % (spec["code_path"], "; ".join(check["verl_errors"])))
+                        "mvp_workloads / submit_job_site_overrides)." % (spec["code_path"], "; ".join(check["verl_errors"])))
     room = room_problem(check.get("room"), spec.get("checkpoints"), spec.get("trainer_overrides") or {}, root)
     if room:
         problems.append(room)

@@ -19,7 +19,7 @@ directories and code snapshots are; the functions here are pure):
 
 - ``config_diff``: the runs' effective trainer configurations (``config/resolved_config.yaml``)
   key by key, each differing value with where it came from: the request, the inventory
-  (``mvp_job_overrides``), the catalog, the project (a key the job spec builder sets: paths,
+  (``submit_job_site_overrides``), the catalog, the project (a key the job spec builder sets: paths,
   model, data, device...) - the spec's ``override_sources`` - or, for a key no override set,
   the snapshot's own default (its code_id and the YAML file under ``verl/trainer/config/``
   that sets the value, when one is found).

@@ -68,7 +68,7 @@ OWNED_ENV = {
     "PYTHONPATH": "code_id (or code_path): the snapshot comes first on PYTHONPATH, then the job tools",
     "MVP_SUBMISSION_ID": "submission_id",
     "MVP_JOB_DIR": "submission_id (the job directory is <shared_root>/jobs/<submission_id>)",
-    "MVP_INTERNAL_TOKEN": "mvp_internal_token in the inventory (Vault): the token never goes into a job's files",
+    "MVP_INTERNAL_TOKEN": "ray_worker_secret in the inventory (Vault): the token never goes into a job's files",
     "VERL_FILE_LOGGER_PATH": "trainer_overrides trainer.logger with `file`: metrics go to <job_dir>/logs/metrics.jsonl",
     "RAY_ADDRESS": "nothing: the driver connects to the cluster it was placed on",
     "RAY_AUTH_*": "mvp_ray_auth_token in the inventory (Vault): the token never goes into a job's files",
@@ -265,7 +265,7 @@ def _field_namer(site_overrides, user_overrides, workload):
             for name in given:
                 if name.lstrip("+~") == key:
                     return ("trainer_overrides.%s" % name if given is user_overrides
-                            else "mvp_job_overrides.%s.trainer_overrides.%s" % (workload, name))
+                            else "submit_job_site_overrides.%s.trainer_overrides.%s" % (workload, name))
         return "trainer_overrides.%s" % key
     return field_of
 
@@ -394,14 +394,14 @@ def _max_restarts(request, entry, workload, defaults):
     """How often a run may be continued automatically after a retryable failure (submit_job).
 
     :returns: int >= 0: the request's ``max_restarts``, else ``defaults['max_restarts']``
-        (``mvp_max_restarts``), 0 for a workload that cannot resume (no catalog ``resume`` keys).
+        (``submit_job_max_restarts``), 0 for a workload that cannot resume (no catalog ``resume`` keys).
     :raises JobSpecError: for a value that is not a whole number >= 0, or > 0 for such a workload.
     """
     given = request.get("max_restarts")
     value = defaults.get("max_restarts", 0) if given is None else given
     if isinstance(value, bool) or not ((isinstance(value, int) and value >= 0)
                                        or (isinstance(value, str) and value.isdigit())):
-        _fail("max_restarts" if given is not None else "mvp_max_restarts",
+        _fail("max_restarts" if given is not None else "submit_job_max_restarts",
               "%r is not a whole number >= 0" % (value,), "give 0 (never restart) or the restarts allowed, e.g. 2")
     value = int(value)
     if value and not (entry.get("module") and entry.get("resume")):
@@ -417,24 +417,24 @@ def priority(request, defaults):
 
     :param request: dict, the request (its ``priority``: a class name; absent - ``normal``).
     :param defaults: dict, the builder's defaults (``priority_classes``: name -> whole number, the inventory's
-        ``mvp_priority_classes``; absent - ``PRIORITY_CLASSES``).
+        ``submit_job_priority_classes``; absent - ``PRIORITY_CLASSES``).
     :returns: dict ``{"class": str, "value": int}``.
     :raises JobSpecError: a class the inventory does not define (naming the classes), or a class whose number is
-        not a whole number (naming ``mvp_priority_classes``).
+        not a whole number (naming ``submit_job_priority_classes``).
     """
     classes = defaults.get("priority_classes") or PRIORITY_CLASSES
     if not isinstance(classes, dict):
-        _fail("mvp_priority_classes", "is a %s, not a mapping of class name -> number" % _kind(classes),
+        _fail("submit_job_priority_classes", "is a %s, not a mapping of class name -> number" % _kind(classes),
               "give e.g. {low: -100, normal: 0, high: 100}")
     name = request.get("priority")
     name = DEFAULT_PRIORITY if name is None or name == "" else name
     if not isinstance(name, str) or name not in classes:
         _fail("priority", "%r is not a priority class of this cluster" % (name,),
-              "use one of %s (mvp_priority_classes)" % ", ".join("%s (%s)" % (k, v) for k, v in classes.items()))
+              "use one of %s (submit_job_priority_classes)" % ", ".join("%s (%s)" % (k, v) for k, v in classes.items()))
     value = classes[name]
     whole = isinstance(value, int) or (isinstance(value, str) and value.lstrip("-").isdigit())
     if isinstance(value, bool) or not whole:
-        _fail("mvp_priority_classes", "class %s has %r, not a whole number" % (name, value),
+        _fail("submit_job_priority_classes", "class %s has %r, not a whole number" % (name, value),
               "give each class a whole number (higher goes first), e.g. high: 100")
     return {"class": name, "value": int(value)}
 
@@ -508,16 +508,16 @@ def _check_identity(request, catalog, defaults):
 
 
 def _check_request_ray(given_ray, defaults):
-    """The request's ``ray`` keys merged over the inventory's ``mvp_ray_base``, then checked (_check_ray)."""
+    """The request's ``ray`` keys merged over the inventory's ``submit_job_ray_base``, then checked (_check_ray)."""
     base = defaults.get("ray_base") or {}
     if not isinstance(base, dict):
-        _fail("mvp_ray_base", "is a %s, not a mapping" % _kind(base),
+        _fail("submit_job_ray_base", "is a %s, not a mapping" % _kind(base),
               "give ray keys (%s) in the inventory or -e @jobspecs/ray-base.yaml" % ", ".join(sorted(RAY_KEYS)))
     return _check_ray(dict(base, **given_ray) if isinstance(given_ray, dict) else (given_ray or dict(base)), defaults)
 
 
 def _merge_overrides(entry, workload, request, defaults):
-    """Merge the trainer overrides: the catalog's, then the inventory's (mvp_job_overrides), then the request's.
+    """Merge the trainer overrides: the catalog's, then the inventory's (submit_job_site_overrides), then the request's.
 
     Checks each layer (_check_overrides), normalises the loggers, and refuses sizes below 1 and a
     save_freq that is not a whole number >= 1.
@@ -530,11 +530,11 @@ def _merge_overrides(entry, workload, request, defaults):
     overrides = dict(entry.get("trainer_overrides") or {})
     site = (defaults.get("site_overrides") or {}).get(workload) or {}
     if not isinstance(site, dict) or set(site) - {"trainer_overrides", "env_vars", "reward_fn_path"}:
-        _fail("mvp_job_overrides.%s" % workload,
+        _fail("submit_job_site_overrides.%s" % workload,
               "must be a mapping with trainer_overrides, env_vars and/or reward_fn_path",
-              "fix the inventory setting mvp_job_overrides")
+              "fix the inventory setting submit_job_site_overrides")
     site_overrides = dict(_check_overrides(site.get("trainer_overrides"),
-                                           "mvp_job_overrides.%s.trainer_overrides" % workload, entry, workload))
+                                           "submit_job_site_overrides.%s.trainer_overrides" % workload, entry, workload))
     overrides.update(site_overrides)
     user_overrides = _check_overrides(request.get("trainer_overrides"), "trainer_overrides", entry, workload)
     overrides.update(user_overrides)
@@ -570,7 +570,7 @@ def check_bounds(value, source):
     """Refuse a value given outside a JobSpec file (``-e``, the play, the inventory) that passes the reader's limits.
 
     :param value: any value Ansible parsed.
-    :param source: str, where it was given, for messages (``-e trainer_overrides``, ``mvp_job_overrides``).
+    :param source: str, where it was given, for messages (``-e trainer_overrides``, ``submit_job_site_overrides``).
     :raises JobSpecError: naming the field and the limit (mvp_request_read.check_value).
     """
     try:
@@ -604,11 +604,11 @@ def check_request(request, catalog, defaults):
     :param request: dict, the gathered request (keys in REQUEST_KEYS).
     :param catalog: dict, workload name -> catalog entry (``mvp_workloads``).
     :param defaults: dict, the builder's defaults (as for ``mvp_spec.mvp_job_spec``; ``site_overrides`` is the
-        inventory's ``mvp_job_overrides``, bounded here too).
+        inventory's ``submit_job_site_overrides``, bounded here too).
     :returns: dict with workload, submission_id, shared_root and code_path (as :func:`_check_identity`).
     :raises JobSpecError: naming the field and the fix.
     """
-    check_bounds(defaults.get("site_overrides"), "mvp_job_overrides")
+    check_bounds(defaults.get("site_overrides"), "submit_job_site_overrides")
     identity = _check_identity(request, catalog, defaults)
     _check_text(request, "dataset", RELATIVE_RE,
                 "give a folder name under <shared_root>/datasets (no absolute path, no '..')")

@@ -4,11 +4,11 @@
 A run is a chain of attempts ``<run>``, ``<run>-r1``, ``<run>-r2`` ... Each attempt is judged by its
 verdict (``mvp_verdict.classify``). The run continues when the attempt's cause is retryable
 (``mvp_verdict.RETRYABLE_CAUSES``: the cluster or the machine failed, never the request) and one of
-those the site restarts (``mvp_restart_causes``), while the run's ``max_restarts`` allow. The next attempt
+those the site restarts (``job_controller_restart_causes``), while the run's ``max_restarts`` allow. The next attempt
 repeats the run's request with its own id and ``resume_from`` the attempt that ended (its newest complete
 checkpoint, or one of the attempts before it), unless no attempt of the run ever trained: then it starts
 afresh. An attempt the job controller preempted (cause ``preempted``: stopped right after a complete
-checkpoint for a job of a higher priority) always continues, whatever ``mvp_restart_causes`` says, and
+checkpoint for a job of a higher priority) always continues, whatever ``job_controller_restart_causes`` says, and
 is not counted against ``max_restarts``. Every next attempt keeps the run's place in the queue: its
 first attempt's submission time (``info["queued_since"]``, the gate's ``--since``). The job controller
 (``mvp_controller``) asks ``decide`` once per ended attempt.
@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import RETRYABLE_CAUSES, one_line
 
-# The value of mvp_restart_causes that restarts every retryable cause.
+# The value of job_controller_restart_causes that restarts every retryable cause.
 ALL_RETRYABLE = "retryable"
 # The cause of an attempt the job controller stopped for a job of a higher priority: always continued, not counted.
 PREEMPTED = "preempted"
 
 
 def restart_causes(setting):
-    """The causes a site restarts, from its setting ``mvp_restart_causes``.
+    """The causes a site restarts, from its setting ``job_controller_restart_causes``.
 
     :param setting: ``"retryable"`` (every cause in ``mvp_verdict.RETRYABLE_CAUSES``) or a list of some of them.
     :returns: tuple of str.
@@ -34,12 +34,12 @@ def restart_causes(setting):
     if setting in (None, "", ALL_RETRYABLE):
         return tuple(RETRYABLE_CAUSES)
     if isinstance(setting, str) or not all(isinstance(c, str) for c in setting):
-        raise ValueError("mvp_restart_causes must be %r or a list of causes from %s (got %r)."
+        raise ValueError("job_controller_restart_causes must be %r or a list of causes from %s (got %r)."
                          % (ALL_RETRYABLE, ", ".join(RETRYABLE_CAUSES), setting))
     wrong = [c for c in setting if c not in RETRYABLE_CAUSES]
     if wrong:
-        raise ValueError("mvp_restart_causes: %s cannot be restarted (a restart repeats the same request; only "
-                         "%s can be). Fix: remove them, or set mvp_restart_causes: %s."
+        raise ValueError("job_controller_restart_causes: %s cannot be restarted (a restart repeats the same request; only "
+                         "%s can be). Fix: remove them, or set job_controller_restart_causes: %s."
                          % (", ".join(wrong), ", ".join(RETRYABLE_CAUSES), ALL_RETRYABLE))
     return tuple(setting)
 
@@ -56,7 +56,7 @@ def decide(spec, verdict, causes=ALL_RETRYABLE, follow_error=""):
         ``max_restarts``, ``resume_from`` (dict or None) and ``restart`` (None for a run's first attempt, else
         ``{"run", "attempt", "max_restarts", "history"}``).
     :param verdict: dict or None, the attempt's verdict (``cause``, ``verdict``, ``summary``, ``steps.last``).
-    :param causes: the site's ``mvp_restart_causes`` (``restart_causes``).
+    :param causes: the site's ``job_controller_restart_causes`` (``restart_causes``).
     :param follow_error: str, why the attempt could not be followed ('' when it was): never restarted.
     :returns: dict ``{"restart": bool, "why": str, "history": [str], "next": None or {"submission_id",
         "request", "info"}}``; ``history`` is every attempt of the run so far, this one last.
@@ -79,7 +79,7 @@ def decide(spec, verdict, causes=ALL_RETRYABLE, follow_error=""):
         return dict(result, why="the attempt %s" % verdict["verdict"])
     preempted = cause == PREEMPTED
     if cause not in allowed and not preempted:
-        return dict(result, why="cause %s is not restarted (mvp_restart_causes: %s)" % (cause, ", ".join(allowed)))
+        return dict(result, why="cause %s is not restarted (job_controller_restart_causes: %s)" % (cause, ", ".join(allowed)))
     if counted >= max_restarts and not preempted:
         return dict(result, why="the run used its %d restart(s) (max_restarts)" % max_restarts)
     run = record.get("run") or spec["submission_id"]

@@ -5,7 +5,7 @@ Retention goes through verl's own settings, named per workload by the catalog's 
 (``inventories/common/all/00-mvp-workloads.yml``): ``trainer.max_actor_ckpt_to_keep`` and
 ``trainer.max_critic_ckpt_to_keep`` for ``verl.trainer.main_ppo`` (ppo_trainer.yaml),
 ``trainer.max_ckpt_to_keep`` for ``verl.trainer.sft_trainer_ray`` (sft_trainer_engine.yaml). The
-builder sets them to ``mvp_checkpoints_keep`` unless the inventory's ``mvp_job_overrides`` or the
+builder sets them to ``submit_job_checkpoints_keep`` unless the inventory's ``submit_job_site_overrides`` or the
 request sets them (those win, and the job's notes say so).
 
 verl's rules for these keys (verl 0.9.1, ``verl/utils/checkpoint/checkpoint_manager.py``
@@ -37,11 +37,11 @@ import math
 import os
 import struct
 
-# Checkpoints kept when the inventory sets no mvp_checkpoints_keep: the newest and the one before,
+# Checkpoints kept when the inventory sets no submit_job_checkpoints_keep: the newest and the one before,
 # so an automatic resume always has a complete checkpoint to fall back to.
 DEFAULT_KEEP = 2
 # The inventory setting that sets k (named in messages).
-KEEP_SETTING = "mvp_checkpoints_keep"
+KEEP_SETTING = "submit_job_checkpoints_keep"
 # fp32 weights (4) + AdamW's exp_avg (4) and exp_avg_sq (4), per parameter.
 BYTES_PER_PARAM = 12
 # Bytes per element of the dtypes of safetensors headers and of config.json's torch_dtype.
@@ -61,9 +61,9 @@ class RetentionError(ValueError):
 
 
 def keep_setting(value):
-    """Check ``mvp_checkpoints_keep``: the number of checkpoints a job keeps (k).
+    """Check ``submit_job_checkpoints_keep``: the number of checkpoints a job keeps (k).
 
-    :param value: int >= 1, text of digits (``-e mvp_checkpoints_keep=3``), or None / "" (keep every
+    :param value: int >= 1, text of digits (``-e submit_job_checkpoints_keep=3``), or None / "" (keep every
         checkpoint: the builder then sets no retention key and verl keeps all).
     :returns: int >= 1, or None.
     :raises RetentionError: for 0, a negative number, or anything that is not a whole number.
@@ -132,7 +132,7 @@ def retention(entry, overrides, given, keep, notes):
     :param overrides: dict, the merged trainer overrides; the keys nobody set are set to ``keep`` here.
     :param given: dict, key -> (source, field, value) for the retention keys the inventory or the
         request set themselves (source ``inventory`` or ``request``; value None for ``~key``).
-    :param keep: int >= 1 or None, ``mvp_checkpoints_keep`` as :func:`keep_setting` returns it.
+    :param keep: int >= 1 or None, ``submit_job_checkpoints_keep`` as :func:`keep_setting` returns it.
     :param notes: list of str; a note is added when a request or the inventory sets a key, when a
         model keeps every checkpoint and when it keeps only one.
     :returns: dict ``{setting, models}`` (``models``: role -> ``{key, keep, source, field, counted}``,

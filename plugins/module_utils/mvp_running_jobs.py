@@ -116,7 +116,7 @@ def refusal(hit, changes, play):
     jobs = "; ".join(job_line(j) for j in hit)
     return ("%s would interrupt %d running or queued job(s); changes planned: %s. Jobs: %s. Nothing was changed. "
             "Either let them end first: -e mvp_running_jobs=wait (the play waits for them, at most "
-            "mvp_running_jobs_wait_timeout_s), or restart them: -e mvp_running_jobs=restart (each is stopped, "
+            "running_jobs_wait_timeout_s), or restart them: -e mvp_running_jobs=restart (each is stopped, "
             "its verdict says this play interrupted it - cause cluster_changed, restartable - and the submit.yml "
             "or supervise.yml following it continues it from its newest complete checkpoint once this play ends)."
             % (play, len(hit), what, jobs))

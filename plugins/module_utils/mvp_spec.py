@@ -215,9 +215,9 @@ def _complete_checkpoint(run, parents, notes):
 
 
 def _retention(entry, overrides, merged, defaults, notes):
-    """Set verl's keep-last-k keys (the catalog's ``retention``) to ``mvp_checkpoints_keep``, unless given.
+    """Set verl's keep-last-k keys (the catalog's ``retention``) to ``submit_job_checkpoints_keep``, unless given.
 
-    The inventory's ``mvp_job_overrides`` and the request win over the setting (mvp_retention.retention).
+    The inventory's ``submit_job_site_overrides`` and the request win over the setting (mvp_retention.retention).
 
     :returns: dict ``{setting, models}`` (the job spec's ``checkpoints``) or None without ``retention``.
     :raises JobSpecError: for a setting that is not a whole number >= 1 (or null), or a given key whose
@@ -309,7 +309,7 @@ def _dataset_columns(entry, overrides):
 
 
 def _watchdog(given):
-    """The progress watchdog's limits from the inventory (``mvp_watchdog``), or None when it is off.
+    """The progress watchdog's limits from the inventory (``submit_job_watchdog``), or None when it is off.
 
     :param given: dict ``{first_step_s, floor_s, factor}`` (seconds, seconds, a multiple of the
         median step time) or None; ``first_step_s: 0`` turns the watchdog off.
@@ -319,7 +319,7 @@ def _watchdog(given):
     if not given:
         return None
     if not isinstance(given, dict):
-        _fail("mvp_watchdog", "is a %s, not a mapping" % _kind(given), "give first_step_s, floor_s and factor")
+        _fail("submit_job_watchdog", "is a %s, not a mapping" % _kind(given), "give first_step_s, floor_s and factor")
     if given.get("first_step_s") in (0, "0", None):
         return None
     out = {}
@@ -331,8 +331,8 @@ def _watchdog(given):
             except ValueError:
                 pass
         if not _is_positive(value):
-            _fail("mvp_watchdog.%s" % key, "%r is not a positive number" % (value,),
-                  "set mvp_watchdog in the inventory (first_step_s: 0 turns the watchdog off)")
+            _fail("submit_job_watchdog.%s" % key, "%r is not a positive number" % (value,),
+                  "set submit_job_watchdog in the inventory (first_step_s: 0 turns the watchdog off)")
         out[key] = float(value)
     return out
 
@@ -360,17 +360,17 @@ def mvp_job_spec(request, catalog, defaults):
         ``mvp_ray_dashboard_port``), ``expect_workers`` (int) and optionally ``model``,
         ``snapshot_shares_device`` (bool: the snapshot's trainer passes the
         catalog's ``driver_device.key`` on to its worker group),
-        ``site_overrides`` (the inventory's ``mvp_job_overrides``: workload ->
+        ``site_overrides`` (the inventory's ``submit_job_site_overrides``: workload ->
         {trainer_overrides, env_vars}, applied between the catalog and the
         request), ``wandb_key_set`` (bool: a W&B key reaches the workers),
         ``resume_run`` (the earlier run named by the request's ``resume_from``, as
         ``ray_job_runs`` returns it, or None when it has no job directory) and
         ``repeat`` (``{group, index, count}`` of ``submit.yml -e repeat=N``, or None),
-        ``ray_base`` (``mvp_ray_base``: ray keys merged under the request's, then checked),
-        ``watchdog`` (``mvp_watchdog``: {first_step_s, floor_s, factor} of the progress watchdog
+        ``ray_base`` (``submit_job_ray_base``: ray keys merged under the request's, then checked),
+        ``watchdog`` (``submit_job_watchdog``: {first_step_s, floor_s, factor} of the progress watchdog
         mvp_entry.py runs beside a trainer), ``dashboard_port`` (the head's dashboard port, where
         the watchdog asks for the stacks of the job's actors) and ``checkpoints_keep``
-        (``mvp_checkpoints_keep``: checkpoints each job keeps, k; DEFAULT_KEEP when absent, null: all).
+        (``submit_job_checkpoints_keep``: checkpoints each job keeps, k; DEFAULT_KEEP when absent, null: all).
     :returns: dict with submission_id, workload, shared_root, job_dir, code_id,
         code_path, entrypoint, runtime_env, entrypoint_resources,
         entrypoint_num_cpus, trainer_overrides, hydra_config, hydra_overrides
@@ -640,7 +640,7 @@ def _model_path(entry, workload, model, shared_root):
                   "give a folder name under %s (prepare_data puts models there), without '..'" % models_dir)
     if entry.get("model_key") and not model_path:
         _fail("model", "workload %s needs a model" % workload,
-              "set model to a folder name under %s, or mvp_model in the inventory" % models_dir)
+              "set model to a folder name under %s, or submit_job_model in the inventory" % models_dir)
     return model_path
 
 
@@ -652,7 +652,7 @@ def _reward_path(request, site, workload, reward, shared_root):
     reward = reward or site.get("reward_fn_path")
     code_dir = posixpath.join(shared_root, "user/code")
     if reward and not (posixpath.isabs(reward) and posixpath.normpath(reward).startswith(code_dir + "/")):
-        _fail("reward_fn_path" if request.get("reward_fn_path") else "mvp_job_overrides.%s.reward_fn_path" % workload,
+        _fail("reward_fn_path" if request.get("reward_fn_path") else "submit_job_site_overrides.%s.reward_fn_path" % workload,
               "%s is outside %s" % (reward, code_dir), "put the reward function under %s/ and give its absolute path"
               % code_dir)
     return reward
@@ -808,13 +808,13 @@ def _queue_settings(given):
     out = dict(QUEUE_DEFAULTS)
     for key, value in (given or {}).items():
         if key not in out:
-            _fail("mvp_queue.%s" % key, "is not a queue setting", "use %s" % ", ".join(sorted(out)))
+            _fail("submit_job_queue.%s" % key, "is not a queue setting", "use %s" % ", ".join(sorted(out)))
         try:
             number = float(value)
         except (TypeError, ValueError):
             number = -1.0
         if number < 0 or (key == "poll_s" and number == 0) or isinstance(value, bool):
-            _fail("mvp_queue.%s" % key, "%r is not a number of seconds >= 0%s" % (
+            _fail("submit_job_queue.%s" % key, "%r is not a number of seconds >= 0%s" % (
                 value, " (> 0)" if key == "poll_s" else ""), "set it in 00-mvp-jobs.yml (0: no bound)")
         out[key] = number
     return out
@@ -866,7 +866,7 @@ def _env_vars(entry, site, workload, ray, request, metrics, code_path, tools, su
     :raises JobSpecError: for a variable the project owns or a value with no environment form.
     """
     env_vars = {str(k): str(v) for k, v in (entry.get("env_vars") or {}).items()}
-    env_vars.update(_check_env(site.get("env_vars"), "mvp_job_overrides.%s.env_vars" % workload))
+    env_vars.update(_check_env(site.get("env_vars"), "submit_job_site_overrides.%s.env_vars" % workload))
     env_vars.update(ray["runtime_env"]["env_vars"])
     env_vars.update(_check_env(request.get("env_vars"), "env_vars"))
     if metrics:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 
-# Defaults of every setting (mvp_models item ``tiny:``); head_dim is
+# Defaults of every setting (prepare_data_models item ``tiny:``); head_dim is
 # hidden_size / num_attention_heads (64 here: vLLM's CPU attention refuses 16;
 # docs/training-on-cpu.md, the tiny model).
 DEFAULT_SPEC = {

@@ -34,7 +34,7 @@ kernel or kernel package the image lacks; the layer and the missing piece are na
 configuration may be valid elsewhere), ``config_rejected``
 (before the first step), ``user_code`` (the reward function), ``stopped`` (by a person, or by the cluster play that
 ``logs/stopped_by.json`` names; "never started" when it was stopped while queued), ``preempted`` (the job
-controller stopped it right after a complete checkpoint - or when ``mvp_preempt_grace_s`` passed - so that
+controller stopped it right after a complete checkpoint - or when ``job_controller_preempt_grace_s`` passed - so that
 a job of a higher priority could start: ``logs/stopped_by.json`` names that job, the step and the
 checkpoint; the run always continues from it, not counted against ``max_restarts``), ``cluster_changed``
 (a cluster play, ``site.yml -e mvp_running_jobs=restart``, stopped it to restart Ray or recreate a

@@ -120,7 +120,7 @@ def download_hub(module):
     try:
         from huggingface_hub import snapshot_download
     except ImportError:
-        module.fail_json(msg="mvp_gsm8k_source=hub needs huggingface_hub on the head; install it in the "
+        module.fail_json(msg="prepare_data_gsm8k_source=hub needs huggingface_hub on the head; install it in the "
                              "node image, or give a folder of GSM8K jsonl/parquet files instead.")
     try:
         return snapshot_download(params["hub_repo"], repo_type="dataset",
@@ -128,7 +128,7 @@ def download_hub(module):
                                  cache_dir=os.path.join(params["hf_home"], "hub"))
     except Exception as exc:
         module.fail_json(msg="downloading %s from the Hugging Face hub failed (%s); offline sites set "
-                             "mvp_gsm8k_source to a folder of GSM8K jsonl or parquet files."
+                             "prepare_data_gsm8k_source to a folder of GSM8K jsonl or parquet files."
                              % (params["hub_repo"], exc))
 
 
@@ -176,7 +176,7 @@ def main():
         try:
             path, rows = load_split(source_dir, split)
         except (OSError, ValueError) as exc:
-            module.fail_json(msg="GSM8K source: %s. Set mvp_gsm8k_source to 'sample', 'hub' or a folder "
+            module.fail_json(msg="GSM8K source: %s. Set prepare_data_gsm8k_source to 'sample', 'hub' or a folder "
                                  "in one of those layouts." % exc)
         converted[split] = convert_rows(rows, split)
         rejected[split] = converted[split][2]

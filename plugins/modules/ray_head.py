@@ -19,7 +19,7 @@ description:
     until the head is ALIVE, for at most I(ready_timeout) seconds.
   - The environment of the task reaches C(ray start) (e.g. C(RAY_AUTH_MODE)).
   - Error messages name the inventory variables to change (mvp_ray_gcs_port,
-    mvp_ray_dashboard_port, mvp_ray_ready_timeout).
+    mvp_ray_dashboard_port, ray_head_ready_timeout).
   - Check mode reads only and reports C(changed) when the head would be started.
   - With I(start=false) (a docker-host node container starts Ray itself, from the settings file
     the ray_head role writes, see the containers role's C(mvp_ray_node.py)), never starts or stops
@@ -242,7 +242,7 @@ def wait_only(module, state, address):
                              waiting_for=problem)
         if time.time() > deadline:
             failed = "; ".join((status or {}).get("failed_attempts") or []) or "none recorded"
-            module.fail_json(msg="Waited %ds (mvp_ray_ready_timeout) for the Ray cluster started by the node "
+            module.fail_json(msg="Waited %ds (ray_head_ready_timeout) for the Ray cluster started by the node "
                              "containers: %s%s. Failed starts on the head: %s. Check the node's Ray logs under "
                              "%s/session_latest/logs and `docker logs` of its container."
                              % (params["ready_timeout"], problem, " (%s)" % error if error else "", failed,
@@ -319,7 +319,7 @@ def main():
         if summary["head"] is not None:
             break
         if time.time() > deadline:
-            module.fail_json(msg="Waited %ds (mvp_ray_ready_timeout) for the Ray head's dashboard at %s to list the "
+            module.fail_json(msg="Waited %ds (ray_head_ready_timeout) for the Ray head's dashboard at %s to list the "
                              "head ALIVE after `ray start --head`: %s. Check %s/session_latest/logs on the head."
                              % (params["ready_timeout"], address, error or "no head node", params["temp_dir"]),
                              start_output=output, nodes=nodes)

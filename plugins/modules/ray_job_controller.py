@@ -174,7 +174,7 @@ def main():
     name = params["name"]
     if not is_submission_id(name):
         module.fail_json(msg="ray_job_controller: name %r must be letters, digits, '.', '_' or '-' "
-                             "(set mvp_controller_name)." % name)
+                             "(set job_controller_name)." % name)
     state_dir = params["state_dir"]
     services = os.path.join(state_dir, "services")
     where, keeper = paths(services, SERVICE), paths(services, KEEPER)
@@ -202,8 +202,8 @@ def main():
     for key in ("shared_dir", "project_dir"):
         if not os.path.isdir(str(config.get(key) or "")):
             module.fail_json(msg="ray_job_controller: config.%s %r is not a folder on this host: the controller host "
-                                 "must see the shared storage (mvp_controller_shared_dir) and the checkout "
-                                 "(mvp_controller_project_dir)." % (key, config.get(key)), **result)
+                                 "must see the shared storage (job_controller_shared_dir) and the checkout "
+                                 "(job_controller_project_dir)." % (key, config.get(key)), **result)
     if not os.access(params["python"], os.X_OK):
         module.fail_json(msg="ray_job_controller: python %s is missing: the role job_controller makes its venv "
                              "(job_controller_venv)." % params["python"], **result)

@@ -51,7 +51,7 @@ options:
     type: dict
   defaults:
     description: The job spec builder's defaults (shared root, code id, worker resource, the inventory's
-      C(mvp_job_overrides) as C(site_overrides), ...), used with I(catalog).
+      C(submit_job_site_overrides) as C(site_overrides), ...), used with I(catalog).
     type: dict
     default: {}
 author: MVP project (@mvp)

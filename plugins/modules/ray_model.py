@@ -20,7 +20,7 @@ description:
     downloaded; needs torch, transformers and tokenizers on the target. A model of that
     name built with other settings is refused (nothing is overwritten).
   - Either way links C(<models_dir>/<name>) to the files and writes
-    C(.mvp_model.json) (source, files and sizes) beside them. A model whose record
+    C(.submit_job_model.json) (source, files and sizes) beside them. A model whose record
     matches the files on disk is C(skip - exists); a partial copy is redone.
   - Copies go to a temporary folder renamed into place. Check mode supported.
 extends_documentation_fragment:
@@ -113,7 +113,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import NAME_RE
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_gsm8k import sample_rows, sha256_file
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_tiny_model import build_in_subprocess, corpus, normalize_spec, read_spec
 
-RECORD = ".mvp_model.json"
+RECORD = ".submit_job_model.json"
 MANIFEST = "MANIFEST.json"
 
 
@@ -185,7 +185,7 @@ def provide_tiny(module, params, path, result):
     try:
         spec = normalize_spec(params["tiny"])
     except ValueError as exc:
-        module.fail_json(msg="mvp_models item %s: %s. Fix the item's tiny settings." % (params["name"], exc),
+        module.fail_json(msg="prepare_data_models item %s: %s. Fix the item's tiny settings." % (params["name"], exc),
                          **result)
     target = os.path.join(params["hf_home"], "local", params["name"])
     result["target"] = target
@@ -193,7 +193,7 @@ def provide_tiny(module, params, path, result):
         recorded = read_spec(target, MANIFEST)
         if recorded != spec:
             module.fail_json(msg="model %s exists at %s with other tiny settings (on disk %s, asked %s). "
-                                 "Nothing was changed: give the new settings another name in mvp_models, "
+                                 "Nothing was changed: give the new settings another name in prepare_data_models, "
                                  "or delete %s to rebuild it." % (params["name"], target,
                                                                   json.dumps(recorded, sort_keys=True),
                                                                   json.dumps(spec, sort_keys=True), target),

@@ -96,7 +96,7 @@ def main():
         mode = octal_mode(module.params["mode"])
         missing, in_the_way = plan(root, module.params["dirs"])
     except ValueError as exc:
-        module.fail_json(msg="Bad mvp_shared_dirs entry or mode: %s" % exc)
+        module.fail_json(msg="Bad shared_storage_dirs entry or mode: %s" % exc)
     if in_the_way:
         module.fail_json(msg="Not folders, refusing to replace them: %s. Move them away and re-run."
                          % ", ".join(in_the_way))

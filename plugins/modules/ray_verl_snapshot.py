@@ -231,7 +231,7 @@ def main():
                 module.fail_json(
                     msg="snapshot %s already exists with different content (existing %s, new %s); "
                         "snapshots are immutable: pick another code_id, or set "
-                        "mvp_verl_snapshot_force=true to replace it (the old one is kept aside)."
+                        "verl_snapshot_force=true to replace it (the old one is kept aside)."
                         % (target, old_hash, content_hash), **result)
             replaced = "%s.replaced-%s" % (target, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
         if module.check_mode:

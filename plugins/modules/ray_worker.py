@@ -161,7 +161,7 @@ EXAMPLES = r"""
     gcs_address: 172.18.0.2:6379
     alive_ips: [172.18.0.3]
     resources: {worker_node: 100}
-    secret: "{{ mvp_internal_token }}"
+    secret: "{{ ray_worker_secret }}"
 """
 
 RETURN = r"""
@@ -246,7 +246,7 @@ def fingerprint(secret):
 def secrets_fingerprint(secret, secret_env, more_secrets):
     """Fingerprint of every secret the raylet gets (format of mvp_secret.sha256).
 
-    :param secret: str, the main secret (mvp_internal_token).
+    :param secret: str, the main secret (ray_worker_secret).
     :param secret_env: str, its variable name.
     :param more_secrets: dict variable name -> value (e.g. WANDB_API_KEY); empty
         values are ignored.
@@ -314,7 +314,7 @@ def wait_started(module):
                 module.exit_json(changed=True, reason="the container has not started Ray from these settings",
                                  node_ip="", attempts=0, failed_attempts=[], node_status=status)
             module.fail_json(
-                msg="This node's container has not started Ray from its settings within %ds (mvp_ray_ready_timeout): "
+                msg="This node's container has not started Ray from its settings within %ds (ray_worker_ready_timeout): "
                     "%s%s; failed starts: %s. See `docker logs` of this node's container and Ray's logs under "
                     "%s/session_latest/logs." % (
                         params["timeout"],
@@ -379,7 +379,7 @@ def main():
         if net["problem"]:
             module.fail_json(msg="This worker: %s. Ray and NCCL would advertise an address the other nodes "
                                  "cannot reach. Give the node a route to the head over the cluster network, or set "
-                                 "mvp_ray_socket_ifname to the interface to use." % net["problem"], route=route)
+                                 "ray_worker_socket_ifname to the interface to use." % net["problem"], route=route)
         # A chosen interface leaves the node IP to Ray; else it is the route's source address.
         ifname, net_env, node_ip_wanted = net["ifname"], net["env"], net["node_ip"]
     wanted = secrets_fingerprint(params["secret"], params["secret_env"], dict(params["more_secrets"], **net_env))
@@ -415,7 +415,7 @@ def main():
                                   timeout=params["timeout"])
         except subprocess.TimeoutExpired as exc:
             output = (as_text(exc.stdout) + as_text(exc.stderr)).strip()
-            failed.append("attempt %d: did not join %s within %ds (mvp_ray_ready_timeout) - %s" % (
+            failed.append("attempt %d: did not join %s within %ds (ray_worker_ready_timeout) - %s" % (
                 attempt, params["gcs_address"], params["timeout"],
                 ray_reason(output, params["temp_dir"]) or "no output"))
             continue

@@ -15,7 +15,7 @@ parallel sizes, token budgets), paths (data, model, checkpoint, reward files), l
 (``gpu_memory_utilization``, ``max_num_batched_tokens``...). Values are normalised (``True``/``true``
 and ``False``/``false`` count as one; a leading ``+``/``++`` is dropped from the key).
 
-Which release: verl 0.9.1 is the snapshot (``mvp_verl_snapshots``), but the mirror has no ``v0.9.1``
+Which release: verl 0.9.1 is the snapshot (``verl_snapshot_sources``), but the mirror has no ``v0.9.1``
 tag; ``v0.9.0`` is the closest release tag (``tests/data/extract_verl_examples.py`` explains how the
 mirror and the wheel compare). The output records the tag, the commit it resolves to, and the counts.
 

@@ -36,7 +36,7 @@ PEAK_WRAPPER = ("import resource, subprocess, sys\n"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-# The MLflow store folder under the shared root (mvp_mlflow_dir), left out of the before/after listing.
+# The MLflow store folder under the shared root (mlflow_server_dir), left out of the before/after listing.
 MLFLOW_STORE = re.compile(r"^mlflow$")
 
 def write(path, text):
@@ -117,7 +117,7 @@ def cases(tmp, existing_id):
         ("shared_root read-only", "site.yml", ["--limit", "ray_nodes", "-e", "mvp_shared_root=/sys/fs"],
          "/sys/fs (mvp_shared_root) is not a writable directory"),
         ("image missing", "site.yml",
-         ["-e", "mvp_node_image=mvp-no-such-image:0", "-e", "mvp_node_image_build=false"],
+         ["-e", "mvp_node_image=mvp-no-such-image:0", "-e", "docker_host_node_image_build=false"],
          "Node image 'mvp-no-such-image:0' (mvp_node_image) is not on"),
         # Another service listens on the port asked for the dashboard (started by prepare()).
         ("port already taken on the head", "site.yml", ["-e", "mvp_ray_dashboard_port=%d" % BUSY_PORT],
@@ -167,7 +167,7 @@ def cases(tmp, existing_id):
          "field 'env_vars.MVP_JOB_DIR': is set by the project"),
         ("env_vars with the internal token", "submit.yml",
          ["-e", "workload=selftest", "-e", '{"env_vars": {"MVP_INTERNAL_TOKEN": "x"}}'],
-         "field 'env_vars.MVP_INTERNAL_TOKEN': is set by the project for every job. Fix: drop it; use mvp_internal_token"),
+         "field 'env_vars.MVP_INTERNAL_TOKEN': is set by the project for every job. Fix: drop it; use ray_worker_secret"),
         ("env_vars not a mapping", "submit.yml", ["-e", "workload=selftest", "-e", "env_vars=A=1"],
          "field 'env_vars': is a text, not a mapping"),
         ("env_vars value a list", "submit.yml", ["-e", "workload=selftest", "-e", '{"env_vars": {"A": [1]}}'],
@@ -245,7 +245,7 @@ def cases(tmp, existing_id):
         # Issue 24: room on the shared storage for the k + 1 checkpoints the job keeps (the model's
         # parameters estimated on the head from bad-input-model's config.json).
         ("no room for the checkpoints kept", "submit.yml",
-         ["-e", "workload=sft"] + model + ["-e", "mvp_checkpoints_keep=1000000000000"],
+         ["-e", "workload=sft"] + model + ["-e", "submit_job_checkpoints_keep=1000000000000"],
          "no room on the shared storage for this job's checkpoints: one checkpoint is about"),
         # Issue 50: the request read strictly and within bounds, before anything else looks at it (the time and the
         # play's peak memory are in the table: the bomb took minutes and 4.3 GB before).
@@ -392,7 +392,7 @@ def ray_job_ids(head_container, python, address):
 def make_old_release(inventory):
     """Make OLD_RELEASE's snapshot as a user would (snapshot.yml, its source a pip requirement); skip: exists."""
     run = subprocess.run(["ansible-playbook", "-i", inventory, os.path.join(ROOT, "playbooks/snapshot.yml"),
-                          "--tags", "verl_snapshot", "-e", json.dumps({"mvp_verl_snapshots": [OLD_RELEASE]})],
+                          "--tags", "verl_snapshot", "-e", json.dumps({"verl_snapshot_sources": [OLD_RELEASE]})],
                          capture_output=True, text=True, cwd=ROOT, check=False)
     if run.returncode != 0:
         raise SystemExit("snapshot.yml could not make %s (rc=%s): %s" % (OLD_RELEASE, run.returncode,

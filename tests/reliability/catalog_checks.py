@@ -41,7 +41,7 @@ def requests():
     for inventory in INVENTORIES:
         with open(os.path.join(ROOT, "inventories", inventory, "group_vars/all/10-%s.yml" % inventory)) as handle:
             settings = yaml.safe_load(handle) or {}
-        site = settings.get("mvp_job_overrides") or {}
+        site = settings.get("submit_job_site_overrides") or {}
         for workload in sorted(w for w in catalog if catalog[w].get("module")):
             out.append((inventory, "catalog", {"workload": workload}, site, settings))
             path = os.path.join(ROOT, "jobspecs", workload + ".yaml")

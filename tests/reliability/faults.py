@@ -80,7 +80,7 @@ class Cluster:
         self.token_path = temp_dir.rstrip("/") + "/mvp_auth_token"
         self.network = head_vars.get("mvp_docker_network", "mvp-ray-net")
         # Non-empty (possibly a template): the head keeps its GCS tables across a restart.
-        self.gcs_storage = str(head_vars.get("mvp_ray_gcs_storage_path") or "").strip()
+        self.gcs_storage = str(head_vars.get("ray_head_gcs_storage_path") or "").strip()
         # The head's MLflow tracking server (mvp_mlflow_*), reached from the docker host at the head's IP.
         self.mlflow = head_vars.get("mvp_mlflow_enabled", True) not in (False, "false", "False")
         self.mlflow_port = int(head_vars.get("mvp_mlflow_port", 5000))
@@ -433,7 +433,7 @@ def case_restarted_head(case):
     A head container that starts Ray itself (docker hosts: the node entrypoint) has Ray back before
     site.yml runs, and site.yml changes nothing on it; otherwise site.yml starts it again.
 
-    With the GCS tables kept on the head's disk (mvp_ray_gcs_storage_path) the workers' raylets
+    With the GCS tables kept on the head's disk (ray_head_gcs_storage_path) the workers' raylets
     reconnect: they keep their node ids, site.yml changes nothing on them, and Ray still lists the
     earlier jobs with their statuses. Without it the new head forgets them: site.yml restarts every
     worker against it (new node ids).
@@ -626,10 +626,10 @@ def case_down_with_a_running_job(case):
 
 def restart_forcing_change(cluster):
     """The -e arguments of a change that makes site.yml restart Ray on every worker: one logical CPU more
-    than the inventory's ``mvp_ray_worker_cpus`` (the machine's CPU count when it is unset)."""
-    current = str(cluster.worker_vars.get("mvp_ray_worker_cpus", "") or "")
+    than the inventory's ``ray_worker_cpus`` (the machine's CPU count when it is unset)."""
+    current = str(cluster.worker_vars.get("ray_worker_cpus", "") or "")
     value = int(current) + 1 if current.isdigit() else (os.cpu_count() or 1) + 1
-    return ["-e", "mvp_ray_worker_cpus=%d" % value]
+    return ["-e", "ray_worker_cpus=%d" % value]
 
 
 def held_selftest(case, job_id, seconds):

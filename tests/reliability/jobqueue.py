@@ -26,7 +26,7 @@ plays did, from the files the jobs wrote (``logs/driver.log``, ``logs/queue.json
   end: first step = the checkpoint's step + 1, final ``train/loss`` = the run alone's (unless
   ``--no-alone``); status.yml shows both sides. The holder of "shared cluster" is ``preemptible: false``:
   the high job there waits for its end and it is never preempted.
-* "grace passed": the same with 160 steps, checkpoints every 60, and the controller's ``mvp_preempt_grace_s`` set to
+* "grace passed": the same with 160 steps, checkpoints every 60, and the controller's ``job_controller_preempt_grace_s`` set to
   GRACE_S (``playbooks/controller.yml -e``, put back after): the victim is stopped at once between its
   checkpoints (``stopped_by.json`` says the grace passed), loses at most 60 steps, continues from step 60
   and ends with the final loss of the run alone.
@@ -83,7 +83,7 @@ RECOMPUTED_MAX = 2
 SHORT_GRPO = {"trainer.total_training_steps": 2, "trainer.save_freq": 2}
 # The local cluster: two workers, one logical GPU each.
 WORKERS, GPUS_PER_WORKER = 2, 1
-# Seconds between two looks of a gate at the queue (mvp_queue.poll_s of the shipped inventories).
+# Seconds between two looks of a gate at the queue (submit_job_queue.poll_s of the shipped inventories).
 POLL_S = 2
 # Seconds allowed for a gate to say something, and for a submit play that restarts once.
 SAY_TIMEOUT = 120
@@ -155,7 +155,7 @@ def submit_in_order(case, jobs):
         # holder ran them; without them the three queued jobs are in line well before the holder ends.
         args = ["-e", "workload=" + workload, "-e", "submission_id=" + job.id, "-e", "wait=false",
                 "-e", "submit_job_verl_checks=false"]
-        args += extra_vars(trainer_overrides=overrides, mvp_watchdog=WATCHDOG, max_restarts=0) + list(more)
+        args += extra_vars(trainer_overrides=overrides, submit_job_watchdog=WATCHDOG, max_restarts=0) + list(more)
         started.append((job, start_playbook(case.cluster, "submit.yml", args), time.time()))
         wait_for("%s at its gate" % job.id, lambda j=job: queue_state(j), timeout=180)
     for job, (argv, proc), since in started:
@@ -294,7 +294,7 @@ def case_preempted(case):
     argv, proc = start_playbook(cluster, "submit.yml", [
         "-e", "workload=sft", "-e", "submission_id=" + low.id, "-e", "wait=true", "-e", "priority=low",
         "-e", "submit_job_verl_checks=false"]
-        + extra_vars(trainer_overrides=LOW, mvp_watchdog=WATCHDOG, max_restarts=0))
+        + extra_vars(trainer_overrides=LOW, submit_job_watchdog=WATCHDOG, max_restarts=0))
     since = time.time()
 
     def past_first_checkpoint():
@@ -388,10 +388,10 @@ def case_grace_passed(case):
     base = None if case.shared.get("no_alone") else baseline(case, LATE, stamp("alone"), key="grace_baseline")
     low_steps = max(base) if base else LATE_STEPS
     save = LATE["trainer.save_freq"]
-    ran = case.play("playbooks/controller.yml", ["-e", "mvp_preempt_grace_s=%d" % GRACE_S],
+    ran = case.play("playbooks/controller.yml", ["-e", "job_controller_preempt_grace_s=%d" % GRACE_S],
                     label="controller.yml grace %d s" % GRACE_S)
     if ran.rc != 0:
-        raise CaseFailed("controller.yml -e mvp_preempt_grace_s=%d: rc=%s" % (GRACE_S, ran.rc))
+        raise CaseFailed("controller.yml -e job_controller_preempt_grace_s=%d: rc=%s" % (GRACE_S, ran.rc))
     try:
         low, high = Job(case, stamp("late")), Job(case, stamp("now"))
         nxt = Job(case, low.id + "-r1")
@@ -401,7 +401,7 @@ def case_grace_passed(case):
         submit(case, high, "grpo", SHORT_GRPO, ("-e", "priority=high", "-e", "submit_job_verl_checks=false"))
         stopped = wait_for("%s stopped" % low.id, lambda: read_json(os.path.join(low.dir, "logs", "stopped_by.json")),
                            timeout=300)
-        case.check(stopped.get("cause") == "preempted" and "grace time (mvp_preempt_grace_s, %d s) passed" % GRACE_S
+        case.check(stopped.get("cause") == "preempted" and "grace time (job_controller_preempt_grace_s, %d s) passed" % GRACE_S
                    in stopped.get("why", "") and stopped.get("step") == save,
                    "%s stopped_by %s: expected preempted at once when %d s passed, newest checkpoint %d"
                    % (low.id, stopped, GRACE_S, save))

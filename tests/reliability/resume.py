@@ -45,7 +45,7 @@ OVERRIDES = {"trainer.save_freq": 2}
 WATCHDOG = {"first_step_s": 600, "floor_s": 300, "factor": 5}
 # Steps logged before the fault (checkpoints at 2 and 4 exist by then).
 KILL_AFTER_STEPS = 5
-# Issue 42: while submit.yml waits it prints, every mvp_progress_interval_s (2 s in the case that checks it),
+# Issue 42: while submit.yml waits it prints, every submit_job_progress_interval_s (2 s in the case that checks it),
 # one line per job after the command that follows it again: a step of the running job, the loss first -> last,
 # s/step, ETA, restarts, the watchdog.
 PROGRESS_INTERVAL_S = 2
@@ -124,7 +124,7 @@ def baseline(case, overrides=None, job_id=None, key="baseline"):
     job = Job(case, job_id or stamp("base"))
     run = case.play("submit.yml", ["-e", "workload=sft", "-e", "submission_id=" + job.id]
                     + extra_vars(trainer_overrides=OVERRIDES if overrides is None else overrides,
-                                 mvp_watchdog=WATCHDOG, max_restarts=0),
+                                 submit_job_watchdog=WATCHDOG, max_restarts=0),
                     label="baseline sft")
     if run.rc != 0:
         raise CaseFailed("the baseline run failed (rc=%s)" % run.rc)
@@ -169,9 +169,9 @@ def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=N
     case.wait_jobs_idle()
     first = Job(case, stamp(kind))
     args = ["-e", "workload=sft", "-e", "submission_id=" + first.id] + extra_vars(
-        trainer_overrides=overrides or OVERRIDES, mvp_watchdog=WATCHDOG, max_restarts=max_restarts)
+        trainer_overrides=overrides or OVERRIDES, submit_job_watchdog=WATCHDOG, max_restarts=max_restarts)
     if progress:
-        args += ["-e", "mvp_progress_interval_s=%d" % PROGRESS_INTERVAL_S]
+        args += ["-e", "submit_job_progress_interval_s=%d" % PROGRESS_INTERVAL_S]
     started = time.time()
     argv, proc = start_playbook(cluster, "submit.yml", args)
     attempts, facts = [first], {"kills": []}
@@ -393,7 +393,7 @@ def case_site_restarts_a_run(case):
     first = Job(case, stamp("site"))
     change = restart_forcing_change(cluster)
     args = ["-e", "workload=sft", "-e", "submission_id=" + first.id] + extra_vars(
-        trainer_overrides=LONG, mvp_watchdog=WATCHDOG, max_restarts=1)
+        trainer_overrides=LONG, submit_job_watchdog=WATCHDOG, max_restarts=1)
     started = time.time()
     argv, proc = start_playbook(cluster, "submit.yml", args)
     attempts, facts = [first], {"kills": []}
@@ -455,7 +455,7 @@ def case_killed_head(case, remove=False):
     case.wait_jobs_idle()
     first = Job(case, stamp("head"))
     run = case.play("submit.yml", ["-e", "workload=sft", "-e", "wait=false", "-e", "submission_id=" + first.id]
-                    + extra_vars(trainer_overrides=overrides, mvp_watchdog=WATCHDOG, max_restarts=1),
+                    + extra_vars(trainer_overrides=overrides, submit_job_watchdog=WATCHDOG, max_restarts=1),
                     label="submit sft wait=false max_restarts=1")
     if run.rc != 0:
         raise CaseFailed("submit.yml -e wait=false rc=%s" % run.rc)
@@ -524,7 +524,7 @@ def case_frozen_grpo_rank(case):
     case.wait_jobs_idle()
     first = Job(case, stamp("hang"))
     args = ["-e", "workload=grpo", "-e", "submission_id=" + first.id] + extra_vars(
-        trainer_overrides=GRPO_OVERRIDES, mvp_watchdog=GRPO_WATCHDOG, max_restarts=1)
+        trainer_overrides=GRPO_OVERRIDES, submit_job_watchdog=GRPO_WATCHDOG, max_restarts=1)
     started = time.time()
     argv, proc = start_playbook(cluster, "submit.yml", args)
     frozen = None

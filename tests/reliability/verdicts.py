@@ -35,7 +35,7 @@ import time
 
 from faults import CaseFailed, Cluster, run_cases, suite_parser, write_figures
 
-# Watchdog limits for these runs (-e mvp_watchdog=...): short, so a hang is caught in seconds.
+# Watchdog limits for these runs (-e submit_job_watchdog=...): short, so a hang is caught in seconds.
 WATCHDOG = {"first_step_s": 300, "floor_s": 20, "factor": 5}
 # An SFT long enough to be caught mid-training (the 64-row sample, 8 steps per epoch).
 LONG_SFT = {"trainer.total_epochs": 40, "trainer.save_freq": 4}
@@ -79,7 +79,7 @@ class Job:
         args = ["-e", "workload=" + workload, "-e", "submission_id=" + self.id, "-e", "wait=%s" % str(wait).lower()]
         # max_restarts 0: these cases read the verdict of the attempt a fault ended (no supervisor
         # continues it; tests/reliability/resume.py covers the restarts).
-        args += extra_vars(trainer_overrides=overrides, mvp_watchdog=WATCHDOG, max_restarts=0) + list(extra)
+        args += extra_vars(trainer_overrides=overrides, submit_job_watchdog=WATCHDOG, max_restarts=0) + list(extra)
         return self.case.play("submit.yml", args, label="submit %s" % workload)
 
     def steps(self):
@@ -253,7 +253,7 @@ def case_zero_steps(case):
     case.note("continues %s" % first.id)
     again = Job(case, stamp("zero"))
     run = case.play("submit.yml", ["-e", "workload=sft", "-e", "submission_id=" + again.id,
-                                   "-e", "resume_from=" + first.id] + extra_vars(mvp_watchdog=WATCHDOG),
+                                   "-e", "resume_from=" + first.id] + extra_vars(submit_job_watchdog=WATCHDOG),
                     label="submit resume (nothing left)")
     status = read_json(os.path.join(again.dir, "logs", "status.json")) or {}
     case.check(run.rc != 0, "submit.yml succeeded for a job that trained nothing")

@@ -32,6 +32,11 @@ def _setting(file_name, name):
         return yaml.safe_load(handle)[name]
 
 
+def _role_default(role, name):
+    with open(os.path.join(ROOT, "roles", role, "defaults", "main.yml"), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)[name]
+
+
 # Read once: the parameters of gpu_request come from it too.
 CATALOG = _setting("00-mvp-workloads.yml", "mvp_workloads")
 
@@ -48,23 +53,24 @@ def spec_defaults():
 
     A cluster with the shared root /private, the snapshot verl-0.9.1, two workers carrying
     ``worker_node``, the Jobs API on the default port, and the shared watchdog limits and queue
-    settings (``mvp_watchdog``, ``mvp_queue`` of inventories/common/all/00-mvp-jobs.yml).
+    settings (``submit_job_watchdog``, ``submit_job_queue`` of roles/submit_job/defaults/main.yml).
     """
     return {"shared_root": "/private", "code_id": "verl-0.9.1", "python": "python",
             "worker_resource": "worker_node", "expect_workers": 2, "model": "Qwen2.5-0.5B-Instruct",
             "address": "http://127.0.0.1:8265",
-            "watchdog": _setting("00-mvp-jobs.yml", "mvp_watchdog"), "queue": _setting("00-mvp-jobs.yml", "mvp_queue")}
+            "watchdog": _role_default("submit_job", "submit_job_watchdog"),
+            "queue": _role_default("submit_job", "submit_job_queue")}
 
 
 @pytest.fixture(scope="session")
 def local_job_overrides(spec_defaults):
-    """The local inventory's ``mvp_job_overrides``, its one Jinja expression (the shared root) rendered."""
+    """The local inventory's ``submit_job_site_overrides``, its one Jinja expression (the shared root) rendered."""
     with open(LOCAL_INVENTORY, encoding="utf-8") as handle:
-        return json.loads(json.dumps(yaml.safe_load(handle)["mvp_job_overrides"]).replace(
+        return json.loads(json.dumps(yaml.safe_load(handle)["submit_job_site_overrides"]).replace(
             "{{ mvp_shared_root }}", spec_defaults["shared_root"]))
 
 
-# The GPU inventories. They add no mvp_job_overrides: their jobs are the catalog's, with the JobSpec files on top.
+# The GPU inventories. They add no submit_job_site_overrides: their jobs are the catalog's, with the JobSpec files on top.
 GPU_INVENTORIES = {
     "dev": os.path.join(ROOT, "inventories", "dev", "group_vars", "all", "10-dev.yml"),
     "prod": os.path.join(ROOT, "inventories", "prod", "group_vars", "all", "10-prod.yml"),
@@ -95,7 +101,7 @@ def gpu_request(request):
     inventory, request_ = request.param
     path = GPU_INVENTORIES[inventory]
     with open(path, encoding="utf-8") as handle:
-        assert not (yaml.safe_load(handle) or {}).get("mvp_job_overrides"), "%s now has site overrides" % path
+        assert not (yaml.safe_load(handle) or {}).get("submit_job_site_overrides"), "%s now has site overrides" % path
     return inventory, request_
 
 

@@ -126,7 +126,7 @@ def network(settings):
     net = head_network(head_ip, int(port or 6379), settings.get("socket_ifname") or "")
     if net["problem"]:
         raise RuntimeError("%s; Ray and NCCL would advertise an address the other nodes cannot reach "
-                           "(set mvp_ray_socket_ifname)" % net["problem"])
+                           "(set ray_worker_socket_ifname)" % net["problem"])
     return (["--node-ip-address=%s" % net["node_ip"]] if net["node_ip"] else [], net["env"], net["node_ip"],
             net["ifname"])
 
@@ -175,7 +175,7 @@ class Node(object):
         except subprocess.TimeoutExpired as exc:
             self.output = exc.stdout.decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             sys.stdout.write(self.output)
-            return "not up within %ss (mvp_ray_ready_timeout)" % settings.get("timeout")
+            return "not up within %ss (ray_head_ready_timeout, ray_worker_ready_timeout)" % settings.get("timeout")
         sys.stdout.write(self.output)
         sys.stdout.flush()
         if proc.returncode:

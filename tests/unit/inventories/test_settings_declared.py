@@ -41,7 +41,7 @@ def test_each_setting_is_declared_in_exactly_one_topic_file():
     assert twice == {}
     assert {os.path.basename(p) for p in glob.glob(os.path.join(COMMON, "*.yml"))} == {
         "00-mvp-storage.yml", "00-mvp-ray.yml", "00-mvp-auth.yml", "00-mvp-images.yml", "00-mvp-jobs.yml",
-        "00-mvp-workloads.yml", "00-mvp-tracking.yml", "00-mvp-controller.yml"}
+        "00-mvp-workloads.yml", "00-mvp-tracking.yml"}
 
 
 def test_every_setting_read_is_declared():

@@ -1,9 +1,11 @@
-"""Role inputs: literal defaults, declared with the same default, read by the role alone; the shipped
-playbooks map the inventory's mvp_* settings to them in playbooks/vars/<role>.yml, loaded by every play
-that runs the role (docs/collection.md, "Role inputs")."""
+"""One public name per setting (docs/collection.md, "Role inputs"): a role's own knobs are named after the
+role, declared once in its defaults/main.yml and meta/argument_specs.yml and set in the inventory by that name;
+the facts several roles share are mvp_* names of inventories/common/all, declared by each role that reads them.
+No value is written twice and no play reads a setting nobody declares."""
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,20 +17,22 @@ import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLES = sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(ROOT, "roles", "*", "meta")))
-# Converted on their own (issue 39 item 4, same change): drop a role from here once its
-# playbooks/vars/<role>.yml exists and it reads no mvp_* setting.
-NOT_YET = set()
-CONVERTED = [role for role in ROLES if role not in NOT_YET]
+CONVERTED = ROLES
 MAPPINGS = os.path.join(ROOT, "playbooks", "vars")
+COMMON = os.path.join(ROOT, "inventories", "common", "all")
 # Names a role may read besides its own (prefixed) variables: Ansible's magic variables and loop names.
 MAGIC = {"inventory_hostname", "hostvars", "ansible_failed_result", "ansible_failed_task", "ansible_check_mode", "ansible_play_hosts", "ansible_play_hosts_all",
          "ansible_connection", "ansible_playbook_python", "role_path", "playbook_dir", "inventory_dir", "item",
-         "ansible_inventory_sources",
+         "ansible_inventory_sources", "groups", "ansible_host", "ansible_facts", "ansible_user", "ansible_env",
          "omit", "loop", "true", "false", "none", "True", "False", "None"}
-# Names the command line sets (-e) and the groups of the shipped inventories: the mappings' business.
-COMMAND_LINE = {"wait", "repeat", "group", "last", "workload", "jobspec", "submission_id", "submission_ids",
-                "baseline", "fail_on_regression", "report_id", "diff_max_lines", "diff_max_bytes", "groups",
-                "controller_restart", "lost_with_head"}
+# Names the command line sets (-e): only the plays map them (playbooks/vars/, play vars).
+COMMAND_LINE = {"wait", "repeat", "repeat_mode", "group", "last", "workload", "jobspec", "submission_id", "submission_ids",
+                "baseline", "fail_on_regression", "report_id", "diff_max_lines", "diff_max_bytes",
+                "controller_restart", "lost_with_head", "mvp_down_purge_confirm", "queue"}
+# Per-host facts of the inventory (hosts.yml), read through hostvars by the containers role's plan.
+PER_HOST = {"mvp_container_name", "mvp_container_gpus"}
+# Facts other roles set and declare as their outputs (the head's IP, the image the docker host built).
+OUTPUTS = {"ray_head_ip", "ray_head_worker_ips", "docker_host_node_image_ref"}
 CONDITIONS = ("when", "that", "failed_when", "changed_when", "until")
 
 
@@ -99,53 +103,6 @@ def specs(role):
     return options
 
 
-@pytest.mark.parametrize("role", CONVERTED)
-def test_a_role_reads_only_its_own_variables(role):
-    foreign = {}
-    # A role may also read the declared outputs of the roles it runs itself (running_jobs' guard reads
-    # containers_change, ray_head_change, ... of the probes it includes).
-    runs = set()
-    for path in glob.glob(os.path.join(ROOT, "roles", role, "tasks", "*.yml")):
-        runs |= included_roles(load(path))
-    own = (role,) + tuple(sorted(runs - {role}))
-    for path, read in role_reads(role).items():
-        bad = sorted(n for n in read if n.startswith("mvp_") or n in COMMAND_LINE
-                     or not (n in own or n.startswith(tuple(r + "_" for r in own)) or n in MAGIC))
-        if bad:
-            foreign[path] = bad
-    assert foreign == {}
-
-
-@pytest.mark.parametrize("role", CONVERTED)
-def test_every_default_is_declared_with_the_same_default_and_no_internal_one_is(role):
-    defaults = load(os.path.join(ROOT, "roles", role, "defaults", "main.yml")) or {}
-    declared = specs(role)
-    wrong = {}
-    for name, value in defaults.items():
-        for spec in declared.get(name, [None]):
-            if spec is None:
-                wrong[name] = "not declared"
-            elif spec.get("required") and "default" not in spec:
-                continue  # a required input: its default is only a placeholder
-            elif "default" not in spec and "{{" in str(value) and spec.get("type") in ("bool", "list"):
-                continue  # derived from the role's other inputs, not a bool or list the docs could show
-            elif spec.get("default") != value:
-                wrong[name] = "argument_specs default %r, defaults/main.yml %r" % (spec.get("default"), value)
-    assert wrong == {}
-    assert sorted(set(declared) - set(defaults)) == []
-    internal = os.path.join(ROOT, "roles", role, "vars", "main.yml")
-    if os.path.exists(internal):
-        # Role vars beat every play's vars: an input there could never be set.
-        assert sorted(set(load(internal)) & set(declared)) == []
-
-
-@pytest.mark.parametrize("role", CONVERTED)
-def test_the_mapping_sets_declared_inputs_of_its_role_only(role):
-    mapping = load(os.path.join(MAPPINGS, role + ".yml"))
-    assert mapping, "playbooks/vars/%s.yml maps nothing" % role
-    assert sorted(set(mapping) - set(specs(role))) == []
-
-
 def plays():
     """Yield (path, play) for every play of the playbooks and the molecule scenarios."""
     paths = glob.glob(os.path.join(ROOT, "playbooks", "*.yml")) + glob.glob(os.path.join(ROOT, "*.yml"))
@@ -186,23 +143,184 @@ def role_closure(roles):
     return seen
 
 
-def test_every_play_that_runs_a_role_loads_its_mapping():
-    missing = []
+def common_settings():
+    """{name: value} of inventories/common/all: the facts several roles share."""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(COMMON, "*.yml"))):
+        found.update(load(path) or {})
+    return found
+
+
+def knobs():
+    """{role knob: its role} - every option a role declares under its own prefix."""
+    return {name: role for role in ROLES for name in specs(role) if name.startswith(role + "_")}
+
+
+def run_by(role):
+    """The roles a role's task files include (their declared outputs it may read)."""
+    runs = set()
+    for path in glob.glob(os.path.join(ROOT, "roles", role, "tasks", "*.yml")):
+        runs |= included_roles(load(path))
+    return runs - {role}
+
+
+@pytest.mark.parametrize("role", CONVERTED)
+def test_a_role_reads_its_own_knobs_and_the_shared_facts_it_declares(role):
+    declared = set(specs(role))
+    shared = set(common_settings())
+    own = (role,) + tuple(sorted(run_by(role)))
+    foreign = {}
+    for path, read in role_reads(role).items():
+        bad = sorted(n for n in read if n in COMMAND_LINE or not (
+            n in own or n.startswith(tuple(r + "_" for r in own)) or n in MAGIC or n in PER_HOST or n in OUTPUTS
+            or (n in shared and n in declared)))
+        if bad:
+            foreign[path] = bad
+    assert foreign == {}, "read but neither the role's own nor a shared fact it declares in meta/argument_specs.yml"
+
+
+@pytest.mark.parametrize("role", CONVERTED)
+def test_every_knob_is_declared_once_with_its_default_and_every_shared_fact_is_required(role):
+    defaults = load(os.path.join(ROOT, "roles", role, "defaults", "main.yml")) or {}
+    shared = common_settings()
+    wrong = {}
+    for name, declarations in specs(role).items():
+        for spec in declarations:
+            if name.startswith("mvp_"):
+                if name not in shared or name in defaults or "default" in spec or not spec.get("required"):
+                    wrong[name] = "a shared fact: required, no default, set in inventories/common/all only"
+            elif spec.get("required") and "default" not in spec:
+                continue  # a required input (the entry point's caller sets it): its default is only a placeholder
+            elif name not in defaults:
+                wrong[name] = "declared, not in defaults/main.yml"
+            elif "{{" in str(defaults[name]):
+                if "default" in spec:
+                    wrong[name] = "derived in defaults/main.yml: argument_specs gives no second default"
+            elif spec.get("default") != defaults[name]:
+                wrong[name] = "argument_specs default %r, defaults/main.yml %r" % (spec.get("default"), defaults[name])
+    assert wrong == {}
+    assert sorted(set(defaults) - set(specs(role))) == []
+    assert all(name.startswith(role + "_") for name in defaults)
+    internal = os.path.join(ROOT, "roles", role, "vars", "main.yml")
+    if os.path.exists(internal):
+        # Role vars beat every play's vars: an input there could never be set.
+        assert sorted(set(load(internal)) & set(specs(role))) == []
+
+
+def test_the_common_settings_are_shared_facts_only():
+    """inventories/common/all holds mvp_* facts that two roles, a play or another fact read - never a role's knob."""
+    shared = common_settings()
+    readers = {name: set() for name in shared}
+    for role in ROLES:
+        for name in specs(role):
+            if name in readers:
+                readers[name].add("role " + role)
+    for path in glob.glob(os.path.join(ROOT, "playbooks", "*.yml")) + glob.glob(os.path.join(ROOT, "playbooks", "templates", "*")):
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        for name in readers:
+            if re.search(r"\b%s\b" % name, text):
+                readers[name].add(os.path.relpath(path, ROOT))
+    for name, value in shared.items():
+        for other in set().union(*(names(t) for t in expressions(value))) & set(readers):
+            readers[other].add("fact " + name)
+    assert sorted(n for n in shared if not n.startswith("mvp_")) == []
+    assert sorted(n for n in shared if n in knobs()) == []
+    lonely = {n: sorted(r) for n, r in readers.items() if len(r) < 2 and not any(x.startswith(("playbooks/", "fact ")) for x in r)
+              and n not in PER_HOST}
+    assert lonely == {}, "read by one role only: make it that role's knob"
+
+
+def inventory_files():
+    """Every inventory variables file of the shipped inventories and the molecule scenarios (group_vars, hosts)."""
+    paths = glob.glob(os.path.join(ROOT, "inventories", "*", "group_vars", "**", "*.yml"), recursive=True)
+    paths += glob.glob(os.path.join(ROOT, "molecule", "*", "inventory", "group_vars", "**", "*.yml"), recursive=True)
+    return sorted(p for p in paths if os.path.realpath(p).startswith(os.path.realpath(COMMON)) is False)
+
+
+def test_no_inventory_repeats_a_role_default():
+    """A value is written once: an inventory sets a role knob or a shared fact only to another value than the
+    role's default or inventories/common/all."""
+    owner = knobs()
+    shared = common_settings()
+    repeated = []
+    for path in inventory_files():
+        for name, value in (load(path) or {}).items():
+            if name in shared and value == shared[name]:
+                repeated.append("%s: %s (as inventories/common/all sets it)" % (os.path.relpath(path, ROOT), name))
+            if name in owner:
+                default = (load(os.path.join(ROOT, "roles", owner[name], "defaults", "main.yml")) or {})[name]
+                if value == default:
+                    repeated.append("%s: %s (the default of role %s)" % (os.path.relpath(path, ROOT), name, owner[name]))
+    assert repeated == []
+
+
+PURE_RENAME = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
+
+
+def test_no_mapping_only_renames_a_setting():
+    """playbooks/vars/ and the plays' vars map the command line only: a line that only renames another setting fails."""
+    renames = []
+    for path in sorted(glob.glob(os.path.join(MAPPINGS, "*.yml"))):
+        for name, value in (load(path) or {}).items():
+            match = PURE_RENAME.match(value) if isinstance(value, str) else None
+            if match and match.group(1) not in COMMAND_LINE:
+                renames.append("%s: %s" % (os.path.relpath(path, ROOT), name))
+            if not (set(names(value) if isinstance(value, str) else set()) & COMMAND_LINE):
+                renames.append("%s: %s maps no command-line name" % (os.path.relpath(path, ROOT), name))
     for path, play in plays():
-        direct = {(r["role"] if isinstance(r, dict) else r).split(".")[-1] for r in play.get("roles") or []}
-        direct |= included_roles(play)
-        loaded = {os.path.normpath(os.path.join(os.path.dirname(path), f)) for f in play.get("vars_files") or []}
-        for role in sorted(role_closure(direct)):
-            mapping = os.path.join(MAPPINGS, role + ".yml")
-            if os.path.exists(mapping) and mapping not in loaded:
-                missing.append("%s (%s): vars_files lacks %s" % (os.path.relpath(path, ROOT), play.get("name"),
-                                                                 os.path.relpath(mapping, os.path.dirname(path))))
-    assert missing == []
+        for name, value in (play.get("vars") or {}).items():
+            match = PURE_RENAME.match(value) if isinstance(value, str) else None
+            if match and match.group(1) not in COMMAND_LINE and match.group(1) not in MAGIC:
+                renames.append("%s (%s): %s" % (os.path.relpath(path, ROOT), play.get("name"), name))
+    assert renames == []
 
 
-def test_a_play_that_runs_a_role_is_found_with_its_indirect_roles():
-    """The check above sees the roles a role includes (cluster.yml's running-jobs play probes three)."""
-    assert {"containers", "ray_head", "ray_worker", "submit_job", "debug_bundle"} <= role_closure({"running_jobs"})
+def play_reads(node):
+    """Names the play's own expressions read (hosts, vars, environment, tasks; roles' own files excluded)."""
+    found = set()
+    for template in expressions(node):
+        found |= names(template)
+    return found
+
+
+def play_sets(node):
+    """Names a play sets itself: vars, registered results, set_fact keys, loop_var, include params."""
+    found = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "register" and isinstance(value, str):
+                found.add(value)
+            elif key in ("vars", "ansible.builtin.set_fact", "set_fact") and isinstance(value, dict):
+                found |= set(value)
+            elif key == "loop_control" and isinstance(value, dict) and value.get("loop_var"):
+                found.add(value["loop_var"])
+            found |= play_sets(value)
+    elif isinstance(node, list):
+        for value in node:
+            found |= play_sets(value)
+    return found
+
+
+def test_a_play_reads_only_settings_that_are_declared():
+    """Every name a play reads is a shared fact, a knob or output of a role it runs, the command line's, or its own."""
+    shared = set(common_settings())
+    undeclared = {}
+    for path, play in plays():
+        if "/molecule/" in path:
+            continue
+        roles = {(r["role"] if isinstance(r, dict) else r).split(".")[-1] for r in play.get("roles") or []}
+        roles = role_closure(roles | included_roles(play))
+        prefixes = tuple(r + "_" for r in ROLES)  # a role's outputs (facts) carry its prefix too
+        own = play_sets(play) | set((play.get("vars") or {}))
+        for vars_file in play.get("vars_files") or []:
+            own |= set(load(os.path.normpath(os.path.join(os.path.dirname(path), vars_file))) or {})
+        declared = set().union(*(set(specs(r)) for r in roles)) if roles else set()
+        bad = sorted(n for n in play_reads(play) - own - MAGIC - COMMAND_LINE - shared - PER_HOST - declared
+                     if not n.startswith(prefixes))
+        if bad:
+            undeclared["%s (%s)" % (os.path.relpath(path, ROOT), play.get("name"))] = bad
+    assert undeclared == {}
 
 
 # --- The mappings against the shipped inventories (Ansible's own inventory, variables and templating).
@@ -220,8 +338,8 @@ def trusted(value, trust):
 
 
 def _render(inventory, extra):
-    """{"host|role": {input: value}} - each converted role's defaults under its mapping, templated with
-    each host's variables of ``inventory`` (a folder), as a play loading the mapping sees them."""
+    """{"host|role": {input: value}} - each role's inputs (its defaults under the inventory, the command line's
+    mapping, the shared facts it declares) templated with each host's variables of ``inventory`` (a folder)."""
     from ansible.plugins.loader import init_plugin_loader
     init_plugin_loader()
     from ansible.inventory.manager import InventoryManager
@@ -237,14 +355,16 @@ def _render(inventory, extra):
     for host in inv.get_hosts():
         host_variables = manager.get_vars(host=host, include_hostvars=True)
         for role in CONVERTED:
-            variables = dict(host_variables)
             defaults = trusted(load(os.path.join(ROOT, "roles", role, "defaults", "main.yml")), trust_as_template)
-            variables.update(defaults)
-            variables.update(trusted(load(os.path.join(MAPPINGS, role + ".yml")), trust_as_template))
+            variables = dict(defaults)
+            variables.update(host_variables)  # the inventory beats the role's defaults
+            if os.path.exists(os.path.join(MAPPINGS, role + ".yml")):  # the command line's names
+                variables.update(trusted(load(os.path.join(MAPPINGS, role + ".yml")), trust_as_template))
             variables.update(extra)
             variables.update(role_path=os.path.join(ROOT, "roles", role), playbook_dir=os.path.join(ROOT, "playbooks"))
             render = Templar(loader, variables=variables)
-            result["%s|%s" % (host.name, role)] = {name: render.template(variables[name]) for name in defaults}
+            inputs = set(defaults) | set(specs(role))
+            result["%s|%s" % (host.name, role)] = {name: render.template(variables[name]) for name in inputs if name in variables}
     return result
 
 
@@ -256,79 +376,32 @@ def render_inputs(inventory, extra=None):
     return {tuple(key.split("|")): values for key, values in json.loads(proc.stdout).items()}
 
 
-@pytest.fixture(scope="module")
-def common_inventory(tmp_path_factory):
-    """The local inventory's hosts with the common settings only (inventories/common/all)."""
-    folder = tmp_path_factory.mktemp("common-inventory")
-    shutil.copy(os.path.join(ROOT, "inventories", "local", "hosts.yml"), folder / "hosts.yml")
-    os.makedirs(folder / "group_vars" / "all")
-    os.symlink(os.path.join(ROOT, "inventories", "common", "all"), folder / "group_vars" / "all" / "00-mvp")
-    return str(folder)
-
-
-# Literal defaults that differ from what the common settings give, and why (docs in each defaults file).
-DIFFERENT_ON_PURPOSE = {
-    # Common: "/node" (beside an empty mvp_host_shared_dir); the literal is the local inventory's.
-    "containers_host_node_dir",
-    # Common: true wherever the inventory has docker hosts; alone, a role starts Ray over the connection.
-    "ray_head_in_container", "ray_worker_in_container", "ray_auth_token_in_container",
-    # Common: <checkout>/reports and the whole workload catalog; alone: a folder under /var/tmp, no catalog.
-    "run_report_local_dir", "run_report_catalog",
-    # Common: the inventory folder's file, through mvp_ray_auth_token_file (the default is the same path).
-    "ray_auth_token_controller_file",
-    # Same values, keyed by the names the messages give: the mapping names the inventory settings.
-    "preflight_head_ports", "preflight_disk_paths",
-    # Common: the inventory's watchdog and queue settings (dicts of the job tools' tuning); alone: the builder's
-    # own fallbacks ({}), with the same code_id, model, ports and checkpoint counts.
-    "submit_job_builder_defaults",
-    # Common: the workload catalog (like run_report_catalog).
-    "submit_job_workloads",
-    # Common: the MLflow server's basic-auth credentials (mvp_mlflow_credentials_env); alone: no secret besides
-    # the internal token. And the inventory folder's password file, through mvp_mlflow_password_file.
-    "ray_worker_more_secrets", "mlflow_server_password_file",
-    # Common: the controller's venv made with the Python that runs Ansible (python3 on another host); the Ray
-    # auth token generated into the inventory folder; alone: python3, no token.
-    "job_controller_python", "job_controller_ray_auth_token",
-    # Common: the docker host's mvp_host_shared_dir ('' in the common settings); alone: the local inventory's.
-    "job_controller_shared_dir",
-}
-
-
-def same(left, right):
-    return left == right or str(left) == str(right)
-
-
-def test_the_literal_defaults_are_what_the_common_settings_give(common_inventory):
-    rendered = render_inputs(common_inventory)
-    differ = {}
-    for (host, role), values in rendered.items():
-        defaults = load(os.path.join(ROOT, "roles", role, "defaults", "main.yml"))
-        for name, value in values.items():
-            if name not in DIFFERENT_ON_PURPOSE and isinstance(defaults[name], (str, int, float, bool, list, dict)) \
-                    and "{{" not in str(defaults[name]) and not same(value, defaults[name]):
-                differ["%s %s" % (host, name)] = (defaults[name], value)
-    assert differ == {}
-    # The keyed ones hold the same values under the settings' names.
-    head = rendered[("mvp-ray-head", "preflight")]
-    assert sorted(map(int, head["preflight_head_ports"].values())) == sorted(
-        load(os.path.join(ROOT, "roles", "preflight", "defaults", "main.yml"))["preflight_head_ports"].values())
-    assert sorted(head["preflight_disk_paths"].values()) == sorted(
-        load(os.path.join(ROOT, "roles", "preflight", "defaults", "main.yml"))["preflight_disk_paths"].values())
-
-
 @pytest.mark.parametrize("inventory", ["local", "dev", "prod"])
-def test_every_mapping_renders_for_every_host_of_a_shipped_inventory_and_passes_the_role_spec(inventory):
+def test_every_role_input_renders_for_every_host_of_a_shipped_inventory_and_passes_the_role_spec(inventory):
     from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
     extra = {"workload": "sft", "last": "3", "fail_on_regression": "true", "diff_max_lines": "50"}
     rendered = render_inputs(os.path.join(ROOT, "inventories", inventory), extra)
     for (host, role), values in rendered.items():
         options = {name: {k: v for k, v in declared[0].items() if k in ("type", "elements", "no_log", "choices")}
                    for name, declared in specs(role).items()}
+        missing = sorted(set(n for n, d in specs(role).items() if d[0].get("required")) - set(values))
+        assert missing == [], (host, role)
         result = ArgumentSpecValidator(options).validate(values)
         assert result.error_messages == [], (host, role)
     # The command line's names reach the role (report.yml -e workload=sft -e last=3).
     sample = next(v for (h, r), v in rendered.items() if r == "run_report")
     assert (sample["run_report_workload"], str(sample["run_report_last"])) == ("sft", "3")
+    # A knob the inventory sets by its role's name reaches that role; the others keep the role's default.
+    env = os.path.join(ROOT, "inventories", inventory, "group_vars", "all")
+    given = {}
+    for path in sorted(glob.glob(os.path.join(env, "*.yml"))):
+        if not os.path.realpath(path).startswith(os.path.realpath(COMMON)):
+            given.update(load(path) or {})
+    owner = knobs()
+    for name, value in given.items():
+        if name in owner and "{{" not in str(value):
+            seen = {h: v[name] for (h, r), v in rendered.items() if r == owner[name]}
+            assert set(map(str, seen.values())) == {str(value)}, name
 
 
 if __name__ == "__main__":

@@ -40,10 +40,10 @@ def test_dev_builds_its_node_image_from_the_gpu_recipe():
     _, hostvars = dev_hostvars()
     head = hostvars["mvp-ray-head"]
     assert head["mvp_node_image"] == ""
-    assert head["mvp_node_image_build"] is True
-    recipe = os.path.join(ROOT, "images", head["mvp_node_image_variant"], "Dockerfile")
+    assert head["docker_host_node_image_build"] is True
+    recipe = os.path.join(ROOT, "images", head["docker_host_node_image_variant"], "Dockerfile")
     assert os.path.isfile(recipe)
-    assert head["mvp_node_image_base"].startswith("verlai/verl:")
+    assert head["docker_host_node_image_base"].startswith("verlai/verl:")
     # The recipe installs the node requirements, so its Ray is the pin every node and the controller share.
     with open(os.path.join(ROOT, "images/node/requirements.txt"), encoding="utf-8") as handle:
         node_ray = [line.strip() for line in handle if line.startswith("ray")]
@@ -59,8 +59,8 @@ def _settings(hostvars, **extra):
     head = hostvars["mvp-ray-head"]
     settings = {"image": "mvp-verl-gpu:0123456789ab", "network": "mvp-ray-net",
                 "host_shared_dir": head["mvp_host_shared_dir"], "shared_root": "/private",
-                "shm_size": head["mvp_container_shm_size"], "env": {}, "extra_volumes": [],
-                "ipc_mode": head["mvp_container_ipc_mode"], "ulimits": head["mvp_container_ulimits"]}
+                "shm_size": head["containers_shm_size"], "env": {}, "extra_volumes": [],
+                "ipc_mode": head["containers_ipc_mode"], "ulimits": head["containers_ulimits"]}
     settings.update(extra)
     return settings
 
@@ -86,7 +86,7 @@ def test_ipc_host_is_an_option_and_bad_ulimits_are_refused():
         try:
             mvp_container_plan(nodes, hostvars, _settings(hostvars, ulimits=bad))
         except ValueError as err:
-            assert "mvp_container_ulimits" in str(err) and bad[0] in str(err)
+            assert "containers_ulimits" in str(err) and bad[0] in str(err)
         else:
             raise AssertionError("%r was accepted" % bad)
 

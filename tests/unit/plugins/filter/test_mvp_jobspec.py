@@ -261,7 +261,7 @@ def test_malformed_inventory_overrides_name_the_setting(catalog, spec_defaults):
     with pytest.raises(Exception) as err:
         mvp_job_spec({"workload": "sft", "submission_id": "j"}, catalog,
                      dict(spec_defaults, site_overrides={"sft": {"trainer_override": {}}}))
-    assert "mvp_job_overrides.sft" in str(err.value)
+    assert "submit_job_site_overrides.sft" in str(err.value)
 
 
 def test_inventory_reward_function_is_used_unless_the_request_names_one(catalog, spec_defaults):
@@ -545,8 +545,8 @@ def test_a_request_names_its_priority_class_and_the_gate_gets_its_number(spec, c
 @pytest.mark.parametrize("request_priority, classes, field, words", [
     ("urgent", None, "priority", "low (-100), normal (0), high (100)"),
     (3, None, "priority", "not a priority class"),
-    ("high", {"high": "very"}, "mvp_priority_classes", "not a whole number"),
-    ("normal", ["normal"], "mvp_priority_classes", "not a mapping"),
+    ("high", {"high": "very"}, "submit_job_priority_classes", "not a whole number"),
+    ("normal", ["normal"], "submit_job_priority_classes", "not a mapping"),
 ])
 def test_a_priority_the_cluster_does_not_define_is_refused_naming_the_field(request_priority, classes, field, words,
                                                                               catalog, spec_defaults):

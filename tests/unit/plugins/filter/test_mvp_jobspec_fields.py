@@ -153,7 +153,7 @@ def test_env_vars_the_project_owns_are_refused_not_replaced(name, where, refused
 
 def test_env_vars_the_inventory_sets_follow_the_same_rules(spec_defaults, refused):
     site = dict(spec_defaults, site_overrides={"sft": {"env_vars": {"PYTHONPATH": "/x"}}})
-    refused("mvp_job_overrides.sft.env_vars.PYTHONPATH", site)
+    refused("submit_job_site_overrides.sft.env_vars.PYTHONPATH", site)
 
 
 @pytest.mark.parametrize("env, field", [
@@ -184,7 +184,7 @@ def test_trainer_override_keys_the_builder_owns_are_refused_naming_the_field_to_
 
 def test_inventory_overrides_follow_the_same_rules(spec_defaults, refused):
     site = dict(spec_defaults, site_overrides={"sft": {"trainer_overrides": {"trainer.default_local_dir": "/x"}}})
-    refused("mvp_job_overrides.sft.trainer_overrides.trainer.default_local_dir", site)
+    refused("submit_job_site_overrides.sft.trainer_overrides.trainer.default_local_dir", site)
 
 
 @pytest.mark.parametrize("key", ["", "trainer total_epochs", "=x", 3, "trainer..x", ".x"])

@@ -1,4 +1,4 @@
-"""The job spec builder's checkpoint retention (verl's keep-last-k keys set from mvp_checkpoints_keep, a request's
+"""The job spec builder's checkpoint retention (verl's keep-last-k keys set from submit_job_checkpoints_keep, a request's
 or the inventory's own value winning) and the refusal when the shared storage has no room for the checkpoints."""
 import pytest
 
@@ -47,7 +47,7 @@ def test_a_request_value_wins_and_is_reported(build):
     model = spec["checkpoints"]["models"]["model"]
     assert model == {"key": "trainer.max_ckpt_to_keep", "keep": 5, "source": "request",
                      "field": "trainer_overrides.trainer.max_ckpt_to_keep", "counted": True}
-    assert "trainer.max_ckpt_to_keep=5 from the request wins over mvp_checkpoints_keep=2" in spec["notes"]
+    assert "trainer.max_ckpt_to_keep=5 from the request wins over submit_job_checkpoints_keep=2" in spec["notes"]
 
 
 def test_the_inventory_value_wins_over_the_setting_and_the_request_over_both(build):
@@ -55,7 +55,7 @@ def test_the_inventory_value_wins_over_the_setting_and_the_request_over_both(bui
     spec = build("ppo", defaults={"site_overrides": site, "checkpoints_keep": 4})
     models = spec["checkpoints"]["models"]
     assert (models["actor"]["keep"], models["critic"]["keep"]) == (4, 1)
-    assert models["critic"]["field"] == "mvp_job_overrides.ppo.trainer_overrides.trainer.max_critic_ckpt_to_keep"
+    assert models["critic"]["field"] == "submit_job_site_overrides.ppo.trainer_overrides.trainer.max_critic_ckpt_to_keep"
     spec = build("ppo", defaults={"site_overrides": site}, trainer_overrides={"trainer.max_critic_ckpt_to_keep": 3})
     assert spec["checkpoints"]["models"]["critic"]["keep"] == 3
 
@@ -72,8 +72,8 @@ def test_a_null_setting_leaves_verl_keeping_all(build):
 
 
 @pytest.mark.parametrize("defaults, request_, field", [
-    ({"checkpoints_keep": 0}, {}, "mvp_checkpoints_keep"),
-    ({"checkpoints_keep": "many"}, {}, "mvp_checkpoints_keep"),
+    ({"checkpoints_keep": 0}, {}, "submit_job_checkpoints_keep"),
+    ({"checkpoints_keep": "many"}, {}, "submit_job_checkpoints_keep"),
     ({}, {"trainer_overrides": {"trainer.max_ckpt_to_keep": 2.5}}, "trainer_overrides.trainer.max_ckpt_to_keep"),
 ])
 def test_bad_values_are_refused_naming_the_field(defaults, request_, field, build):
@@ -96,7 +96,7 @@ def test_the_room_refusal_is_a_submit_problem_with_the_numbers(build):
     assert "one checkpoint is about %s (361,600 parameters" % human(one) in problem
     assert "model: 1001 x %s (trainer.max_ckpt_to_keep=1000 kept + 1 being written)" % human(one) in problem
     assert "%s needed, /private/jobs has %s free" % (human(1001 * one), human(free)) in problem
-    assert "Fix: lower mvp_checkpoints_keep (at most 999 kept checkpoints fit)" in problem
+    assert "Fix: lower submit_job_checkpoints_keep (at most 999 kept checkpoints fit)" in problem
     assert mvp_submit_problems(check_with_room(361600, 1473873, 1001 * one), spec, "worker_node", False) == []
 
 

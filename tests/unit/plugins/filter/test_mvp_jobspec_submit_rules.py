@@ -75,7 +75,7 @@ def test_a_reward_outside_user_code_is_refused(reward, refused):
 
 def test_an_inventory_reward_outside_user_code_names_the_inventory_setting(spec_defaults, refused):
     site = {"grpo": {"reward_fn_path": "/opt/r.py"}}
-    refused("mvp_job_overrides.grpo.reward_fn_path", "outside /private/user/code",
+    refused("submit_job_site_overrides.grpo.reward_fn_path", "outside /private/user/code",
             defaults=dict(spec_defaults, site_overrides=site))
 
 

@@ -379,7 +379,7 @@ def test_past_the_grace_time_the_victim_is_stopped_at_once_and_a_job_that_never_
     now[0] += 601
     ctl.tick()
     stopped = read(mvp_controller.attempt_file(config, RUN, "stopped_by"))
-    assert fake_ray.called("stop_job") == [RUN] and "grace time (mvp_preempt_grace_s, 600 s) passed" in stopped["why"]
+    assert fake_ray.called("stop_job") == [RUN] and "grace time (job_controller_preempt_grace_s, 600 s) passed" in stopped["why"]
     assert stopped["step"] is None and "newest complete checkpoint is none" in stopped["why"]
 
 

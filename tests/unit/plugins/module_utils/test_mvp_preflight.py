@@ -61,7 +61,7 @@ def test_nfs_is_required_only_with_require_nfs():
     local = with_changes(healthy(), shared_root={"fstype": "ext4"})
     assert node_problems("w0", local, EXPECT) == []
     [text] = node_problems("w0", local, dict(EXPECT, require_nfs="true"))
-    assert text.startswith("w0: /private is ext4, not NFS (mvp_require_nfs is true).")
+    assert text.startswith("w0: /private is ext4, not NFS (preflight_require_nfs is true).")
     assert node_problems("w0", healthy(), dict(EXPECT, require_nfs=True)) == []  # nfs4 passes
     assert node_problems("w0", local, dict(EXPECT, require_nfs="False")) == []  # a text from the inventory
 
@@ -96,7 +96,7 @@ def test_foreign_gpu_memory_lists_every_process():
 def test_shm_below_the_setting_is_shown_in_gib():
     shm = 3 * GIB // 2
     [text] = node_problems("w0", with_changes(healthy(2), shm_bytes=shm), EXPECT)
-    assert text.startswith("w0: /dev/shm is %.1f GiB, below %s (mvp_preflight_min_shm_size)"
+    assert text.startswith("w0: /dev/shm is %.1f GiB, below %s (preflight_min_shm_size)"
                            % (shm / GIB, EXPECT["min_shm_size"]))
     exact = with_changes(healthy(2), shm_bytes=8 * GIB)
     assert node_problems("w0", exact, EXPECT) == []
@@ -106,7 +106,7 @@ def test_every_disk_below_the_setting_is_named_with_its_variable():
     free = {"mvp_ray_temp_dir": 5 * GIB, "mvp_shared_root": 19 * GIB}
     [text] = node_problems("w0", with_changes(healthy(2), free_bytes=free), EXPECT)
     for var, path in EXPECT["disk_paths"].items():
-        assert "w0: %s (%s) has %.1f GiB free, below %s GiB (mvp_preflight_min_free_gb)" % (
+        assert "w0: %s (%s) has %.1f GiB free, below %s GiB (preflight_min_free_gb)" % (
             path, var, free[var] / GIB, EXPECT["min_free_gb"]) in text
     assert node_problems("w0", with_changes(healthy(2), free_bytes=free), dict(EXPECT, min_free_gb="0.01")) == []
 

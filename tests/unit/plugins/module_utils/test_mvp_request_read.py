@@ -391,7 +391,7 @@ def test_check_value_refuses_keys_past_max_keys():
     value = {"g%d" % i: shared for i in range(100)}   # 100 + 100 * 100 keys expanded
     assert 100 + 100 * 100 > LIMITS["max_keys"]
     with pytest.raises(RequestReadError, match="max_keys=%d" % LIMITS["max_keys"]):
-        check_value(value, "mvp_job_overrides")
+        check_value(value, "submit_job_site_overrides")
 
 
 def test_check_value_refuses_a_value_that_contains_itself():

@@ -62,7 +62,7 @@ def test_trained_unreadable_or_narrowed_runs_do_not_continue():
 
 @pytest.mark.parametrize("setting", ["node_lost", ["config_rejected"], [1]])
 def test_a_bad_restart_causes_setting_names_itself_and_the_fix(setting):
-    with pytest.raises(ValueError, match="mvp_restart_causes"):
+    with pytest.raises(ValueError, match="job_controller_restart_causes"):
         mvp_restart.restart_causes(setting)
 
 

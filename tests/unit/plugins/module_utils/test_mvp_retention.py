@@ -11,7 +11,7 @@ from mvp_retention import (
     model_size, params_from_config, retention, room_problem, safetensors_params, saves_at_most, uses_critic,
     verl_keep)
 
-# The local inventory's tiny Qwen2 (inventories/local mvp_models), as config.json describes it.
+# The local inventory's tiny Qwen2 (inventories/local prepare_data_models), as config.json describes it.
 TINY = {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
         "intermediate_size": 256, "vocab_size": 512, "tie_word_embeddings": True}
 

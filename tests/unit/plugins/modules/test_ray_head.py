@@ -54,7 +54,7 @@ def test_start_false_fails_at_the_timeout_quoting_the_failed_starts(fake_ray, cl
     result = run_module(main, {"ray": "/no/ray", "start": False, "settings_path": settings, "status_path": status,
                                "ready_timeout": 30})
     assert result["failed"]
-    assert "Waited 30s (mvp_ray_ready_timeout)" in result["msg"]
+    assert "Waited 30s (ray_head_ready_timeout)" in result["msg"]
     assert "attempt 1: rc=1 - raylet.out: Check failed: x" in result["msg"]
     assert clock.elapsed >= 30
 

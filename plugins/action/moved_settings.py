@@ -1,0 +1,57 @@
+# -*- coding: utf-8 -*-
+"""Action plugin moved_settings: accept the old ``mvp_*`` name of a setting that moved to its role's name.
+
+Documented in plugins/modules/moved_settings.py (Ansible reads an action plugin's documentation there).
+"""
+
+from __future__ import annotations
+
+import os
+
+import yaml
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_settings import REMOVED_IN, moved_to, resolve
+
+display = Display()
+ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
+
+
+def role_defaults(role):
+    """The role's ``defaults/main.yml`` as written (dict; {} when it has none)."""
+    path = os.path.join(ROLES, role, "defaults", "main.yml")
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle) or {}
+
+
+class ActionModule(ActionBase):
+    """Set each moved knob of a role from its old name (see plugins/modules/moved_settings.py)."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _VALID_ARGS = frozenset(("role",))
+
+    def run(self, tmp=None, task_vars=None):
+        """Read the old names the play defines, set the new ones not set on their own, warn for each."""
+        result = super(ActionModule, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        role = self._task.args.get("role") or (self._task._role.get_name(include_role_fqcn=False) if self._task._role else "")
+        if not role or not os.path.isdir(os.path.join(ROLES, role)):
+            raise AnsibleActionFail("moved_settings: role %r is not a role of mvp.ray; give role=<name>." % role)
+        defaults = role_defaults(role)
+        given = {old: self._templar.template(task_vars[old]) for old in moved_to(role) if old in task_vars}
+
+        def user_set(new):
+            return new in task_vars and (new not in defaults or task_vars[new] != defaults[new])
+
+        values, messages = resolve(role, given, user_set)
+        for message in messages:
+            display.deprecated(message, version=REMOVED_IN, collection_name="mvp.ray")
+        result.update(changed=False, ansible_facts=values, moved=sorted(values))
+        if values:  # the values may be secrets (ray_worker_secret): the warning names, never shows them
+            result["_ansible_no_log"] = True
+        return result
