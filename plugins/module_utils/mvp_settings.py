@@ -4,7 +4,7 @@
 A role's own knobs are set in the inventory by the role's names (``ray_worker_start_attempts``), declared
 once in the role's ``defaults/main.yml`` and ``meta/argument_specs.yml``; ``inventories/common/all`` holds
 only the facts several roles share. An inventory written for the old names keeps working for one release:
-the action ``mvp.ray.moved_settings`` (first task of every role entry point that has a moved knob) sets
+the action ``mvp.ray.ray_moved_settings`` (first task of every role entry point that has a moved knob) sets
 the new name from the old one and prints a deprecation warning naming the new name.
 """
 

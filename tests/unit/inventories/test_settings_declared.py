@@ -13,7 +13,7 @@ NAME = re.compile(r"\bmvp_[a-z0-9_]+\b(?!\.py)")
 PER_HOST_OR_FLAG = {"mvp_container_gpus", "mvp_down_purge_confirm"}
 # Literal strings that look like settings, in roles' literal defaults: the container label holding each
 # node's plan, the file name of the Ray auth token in the Ray temp dir, the job tools' folder.
-LITERALS = {"mvp_plan", "mvp_auth_token", "mvp_tools"}
+LITERALS = {"mvp_plan", "mvp_auth_token", "mvp_tools", "mvp_gcs"}
 
 
 def declared():

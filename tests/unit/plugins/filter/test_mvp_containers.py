@@ -1,6 +1,8 @@
 """The dev inventory's container plan, rendered from the real inventory files."""
 import os
 
+import yaml
+
 from ansible.inventory.manager import InventoryManager
 from ansible.parsing.dataloader import DataLoader
 from ansible.vars.manager import VariableManager
@@ -16,6 +18,12 @@ def dev_hostvars():
     manager = VariableManager(loader=loader, inventory=inventory)
     nodes = [h.name for h in inventory.groups["ray_nodes"].get_hosts()]
     return nodes, {n: manager.get_vars(host=inventory.get_host(n)) for n in nodes}
+
+
+def _knob(hostvars, role, name):
+    """A role knob as a play on the head sees it: the inventory's value, else the role's default."""
+    with open(os.path.join(ROOT, "roles", role, "defaults", "main.yml"), encoding="utf-8") as handle:
+        return hostvars["mvp-ray-head"].get(name, yaml.safe_load(handle)[name])
 
 
 def test_dev_workers_get_four_gpus_each_and_the_head_none():
@@ -43,7 +51,7 @@ def test_dev_builds_its_node_image_from_the_gpu_recipe():
     assert head["docker_host_node_image_build"] is True
     recipe = os.path.join(ROOT, "images", head["docker_host_node_image_variant"], "Dockerfile")
     assert os.path.isfile(recipe)
-    assert head["docker_host_node_image_base"].startswith("verlai/verl:")
+    assert _knob(hostvars, "docker_host", "docker_host_node_image_base").startswith("verlai/verl:")
     # The recipe installs the node requirements, so its Ray is the pin every node and the controller share.
     with open(os.path.join(ROOT, "images/node/requirements.txt"), encoding="utf-8") as handle:
         node_ray = [line.strip() for line in handle if line.startswith("ray")]
@@ -59,8 +67,9 @@ def _settings(hostvars, **extra):
     head = hostvars["mvp-ray-head"]
     settings = {"image": "mvp-verl-gpu:0123456789ab", "network": "mvp-ray-net",
                 "host_shared_dir": head["mvp_host_shared_dir"], "shared_root": "/private",
-                "shm_size": head["containers_shm_size"], "env": {}, "extra_volumes": [],
-                "ipc_mode": head["containers_ipc_mode"], "ulimits": head["containers_ulimits"]}
+                "shm_size": _knob(hostvars, "containers", "containers_shm_size"), "env": {}, "extra_volumes": [],
+                "ipc_mode": _knob(hostvars, "containers", "containers_ipc_mode"),
+                "ulimits": _knob(hostvars, "containers", "containers_ulimits")}
     settings.update(extra)
     return settings
 

@@ -414,11 +414,11 @@ def test_a_job_lost_with_its_head_is_head_lost_and_restartable_unless_it_logged_
 
 
 def test_the_shipped_restart_causes_are_the_retryable_causes():
-    """job_controller_restart_causes (inventories/common/all/00-mvp-jobs.yml) names the verdict rules' one list
+    """job_controller_restart_causes (roles/job_controller/defaults/main.yml) names the verdict rules' one list
     (RETRYABLE_CAUSES) instead of repeating it: a cause added there restarts without a second edit."""
     import yaml
     from ansible_collections.mvp.ray.plugins.module_utils import mvp_restart
-    with open(os.path.join(ROOT, "inventories", "common", "all", "00-mvp-jobs.yml"), encoding="utf-8") as handle:
+    with open(os.path.join(ROOT, "roles", "job_controller", "defaults", "main.yml"), encoding="utf-8") as handle:
         shipped = yaml.safe_load(handle)["job_controller_restart_causes"]
     assert shipped == mvp_restart.ALL_RETRYABLE
     assert mvp_restart.restart_causes(shipped) == tuple(mvp_verdict.RETRYABLE_CAUSES)

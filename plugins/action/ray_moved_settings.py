@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
-"""Action plugin moved_settings: accept the old ``mvp_*`` name of a setting that moved to its role's name.
+"""Action plugin ray_moved_settings: accept the old ``mvp_*`` name of a setting that moved to its role's name.
 
-Documented in plugins/modules/moved_settings.py (Ansible reads an action plugin's documentation there).
+Documented in plugins/modules/ray_moved_settings.py (Ansible reads an action plugin's documentation there).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_settings import REMOVED_IN, moved_to, resolve
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_settings import moved_to, resolve
 
 display = Display()
 ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
@@ -29,7 +29,7 @@ def role_defaults(role):
 
 
 class ActionModule(ActionBase):
-    """Set each moved knob of a role from its old name (see plugins/modules/moved_settings.py)."""
+    """Set each moved knob of a role from its old name (see plugins/modules/ray_moved_settings.py)."""
 
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -41,7 +41,7 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         role = self._task.args.get("role") or (self._task._role.get_name(include_role_fqcn=False) if self._task._role else "")
         if not role or not os.path.isdir(os.path.join(ROLES, role)):
-            raise AnsibleActionFail("moved_settings: role %r is not a role of mvp.ray; give role=<name>." % role)
+            raise AnsibleActionFail("ray_moved_settings: role %r is not a role of mvp.ray; give role=<name>." % role)
         defaults = role_defaults(role)
         given = {old: self._templar.template(task_vars[old]) for old in moved_to(role) if old in task_vars}
 
@@ -50,7 +50,8 @@ class ActionModule(ActionBase):
 
         values, messages = resolve(role, given, user_set)
         for message in messages:
-            display.deprecated(message, version=REMOVED_IN, collection_name="mvp.ray")
+            # The release that stops reading the old names (module_utils mvp_settings.REMOVED_IN).
+            display.deprecated(message, version="0.3.0", collection_name="mvp.ray")
         result.update(changed=False, ansible_facts=values, moved=sorted(values))
         if values:  # the values may be secrets (ray_worker_secret): the warning names, never shows them
             result["_ansible_no_log"] = True

@@ -1,12 +1,12 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-"""Documentation of the action plugin moved_settings (plugins/action/moved_settings.py)."""
+"""Documentation of the action plugin ray_moved_settings (plugins/action/ray_moved_settings.py)."""
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: moved_settings
+module: ray_moved_settings
 short_description: Accept the old mvp_* inventory name of a setting that moved to its role's name
 description:
   - A role's own knobs are set in the inventory by the role's names (C(ray_worker_start_attempts)); the old
@@ -17,20 +17,20 @@ description:
   - Runs on the controller; changes nothing on a host. Its result hides the values (a moved setting may be a
     secret, C(ray_worker_secret)).
 version_added: 0.2.0
-author: mvp.ray
+extends_documentation_fragment:
+  - mvp.ray.attributes
+  - mvp.ray.attributes.info_module
 options:
   role:
     description: The role whose moved knobs to set (its short name); default the role the task belongs to.
     type: str
     required: false
-attributes:
-  check_mode:
-    support: full
+author: MVP project (@mvp)
 """
 
 EXAMPLES = r"""
 - name: Accept the settings this role renamed (their old names, deprecated)
-  mvp.ray.moved_settings:
+  mvp.ray.ray_moved_settings:
     role: ray_worker
 """
 
