@@ -40,6 +40,7 @@ MOVED = {
     "mvp_node_image_base": ("docker_host_node_image_base",),
     "mvp_node_image_base_python": ("docker_host_node_image_base_python",),
     "mvp_node_image_build": ("docker_host_node_image_build",),
+    "mvp_node_image_ref": ("containers_image",),
     "mvp_node_image_variant": ("docker_host_node_image_variant",),
     "mvp_node_image_verl_releases": ("docker_host_node_image_verl_releases",),
     "mvp_preempt_grace_s": ("job_controller_preempt_grace_s",),

@@ -815,7 +815,7 @@ def _queue_settings(given):
             number = -1.0
         if number < 0 or (key == "poll_s" and number == 0) or isinstance(value, bool):
             _fail("submit_job_queue.%s" % key, "%r is not a number of seconds >= 0%s" % (
-                value, " (> 0)" if key == "poll_s" else ""), "set it in 00-mvp-jobs.yml (0: no bound)")
+                value, " (> 0)" if key == "poll_s" else ""), "set submit_job_queue in the inventory (0: no bound)")
         out[key] = number
     return out
 
