@@ -36,7 +36,7 @@ TEMPLATE = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, keep_trailin
 | variable | type | required | default | description |
 |---|---|---|---|---|
 {% for row in entry.rows %}
-| `{{ row.name }}` | {{ row.type }} | {{ ('yes (shared: inventories/common/all)' if row.shared else 'yes') if row.required else 'no' }} | {{ row.default }} | {{ row.description }} |
+| `{{ row.name }}` | {{ row.type }} | {{ row.required_text }} | {{ row.default }} | {{ row.description }} |
 {% endfor %}
 
 {% endfor %}
@@ -88,7 +88,8 @@ def render(role_dir):
     for name, spec in specs.items():
         # The role's own knobs first, then the mvp_* facts several roles share (set in inventories/common/all).
         rows = [{"name": var, "type": _type(opt or {}), "required": (opt or {}).get("required", False),
-                 "shared": var.startswith("mvp_"),
+                 "required_text": ("yes (shared: inventories/common/all)" if var.startswith("mvp_") else "yes")
+                 if (opt or {}).get("required") else "no",
                  "default": _default(defaults, var), "description": _cell((opt or {}).get("description", ""))}
                 for var, opt in sorted((spec.get("options") or {}).items(), key=lambda item: (item[0].startswith("mvp_"), item[0]))]
         entries.append({"name": name, "summary": _cell(spec.get("short_description", "")) if name != "main" else "",
