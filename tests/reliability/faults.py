@@ -28,6 +28,8 @@ import time
 import traceback
 import urllib.request
 
+import yaml
+
 from suite import differences, head_state, print_table
 from suite import listing as suite_listing
 
@@ -79,8 +81,11 @@ class Cluster:
         temp_dir = head_vars.get("mvp_ray_temp_dir", "/tmp/ray")
         self.token_path = temp_dir.rstrip("/") + "/mvp_auth_token"
         self.network = head_vars.get("mvp_docker_network", "mvp-ray-net")
-        # Non-empty (possibly a template): the head keeps its GCS tables across a restart.
-        self.gcs_storage = str(head_vars.get("ray_head_gcs_storage_path") or "").strip()
+        # Non-empty (possibly a template): the head keeps its GCS tables across a restart. The ray_head role's
+        # knob, set in the inventory only to change it: else the role's default.
+        with open(os.path.join(ROOT, "roles", "ray_head", "defaults", "main.yml"), encoding="utf-8") as handle:
+            gcs_default = yaml.safe_load(handle)["ray_head_gcs_storage_path"]
+        self.gcs_storage = str(head_vars.get("ray_head_gcs_storage_path", gcs_default) or "").strip()
         # The head's MLflow tracking server (mvp_mlflow_*), reached from the docker host at the head's IP.
         self.mlflow = head_vars.get("mvp_mlflow_enabled", True) not in (False, "false", "False")
         self.mlflow_port = int(head_vars.get("mvp_mlflow_port", 5000))

@@ -323,6 +323,45 @@ def test_a_play_reads_only_settings_that_are_declared():
     assert undeclared == {}
 
 
+def scenario_variables(scenario):
+    """Names a molecule scenario's inventory sets (its group_vars and hosts.yml, the common settings linked in)."""
+    found = set()
+    for path in glob.glob(os.path.join(ROOT, "molecule", scenario, "inventory", "**", "*.yml"), recursive=True):
+        content = load(path)
+        stack = [content]
+        while stack:  # hosts.yml nests host and group vars under hosts/children/vars
+            node = stack.pop()
+            if isinstance(node, dict):
+                found |= set(node)
+                stack.extend(node.values())
+    return found
+
+
+def test_a_molecule_play_reads_a_role_knob_only_where_it_is_set():
+    """A verify/converge/destroy play outside a role sees a role's knob only when the scenario's inventory or the play
+    sets it (its default lives in the role): reading it there would be undefined."""
+    owner = knobs()
+    undefined = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "molecule", "**", "*.yml"), recursive=True)):
+        rel = os.path.relpath(path, ROOT)
+        if "/inventory/" in rel or rel.endswith("molecule.yml"):
+            continue
+        scenario = rel.split(os.sep)[1]
+        content = load(path)
+        given = play_sets(content) | (scenario_variables(scenario) if scenario != "shared" else set())
+        if scenario == "shared":  # shared files run in every scenario: a knob must be set in all of them
+            scenarios = [s for s in os.listdir(os.path.join(ROOT, "molecule")) if os.path.isdir(os.path.join(ROOT, "molecule", s, "inventory"))]
+            given |= set.intersection(*(scenario_variables(s) for s in scenarios))
+        bad = set()
+        for template in expressions(content):
+            for name in names(template) & set(owner):
+                if name not in given and not re.search(r"\b%s\s*\|\s*default\(" % name, template):
+                    bad.add(name)
+        if bad:
+            undefined[rel] = sorted(bad)
+    assert undefined == {}
+
+
 # --- The mappings against the shipped inventories (Ansible's own inventory, variables and templating).
 # Rendered in a fresh Python (this file run as a script): the unit tests put collections/ on sys.path,
 # which keeps Ansible's collection loader from finding the collection's filters in this process.
