@@ -45,7 +45,10 @@ TEMPLATE = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, keep_trailin
 
 
 def _cell(text):
-    """Return ``text`` (any) as one Markdown table cell: one line, pipes escaped."""
+    """Return ``text`` (any; a list of paragraphs, as argument specs allow, is joined) as one Markdown table cell:
+    one line, pipes escaped."""
+    if isinstance(text, list):
+        text = " ".join(str(part) for part in text)
     return " ".join(str(text).split()).replace("|", "\\|")
 
 

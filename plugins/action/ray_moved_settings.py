@@ -6,9 +6,6 @@ Documented in plugins/modules/ray_moved_settings.py (Ansible reads an action plu
 
 from __future__ import annotations
 
-import os
-
-import yaml
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
@@ -16,16 +13,6 @@ from ansible.utils.display import Display
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_settings import moved_to, resolve
 
 display = Display()
-ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
-
-
-def role_defaults(role):
-    """The role's ``defaults/main.yml`` as written (dict; {} when it has none)."""
-    path = os.path.join(ROLES, role, "defaults", "main.yml")
-    if not os.path.exists(path):
-        return {}
-    with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle) or {}
 
 
 class ActionModule(ActionBase):
@@ -39,10 +26,13 @@ class ActionModule(ActionBase):
         """Read the old names the play defines, set the new ones not set on their own, warn for each."""
         result = super(ActionModule, self).run(tmp, task_vars)
         task_vars = task_vars or {}
-        role = self._task.args.get("role") or (self._task._role.get_name(include_role_fqcn=False) if self._task._role else "")
-        if not role or not os.path.isdir(os.path.join(ROLES, role)):
-            raise AnsibleActionFail("ray_moved_settings: role %r is not a role of mvp.ray; give role=<name>." % role)
-        defaults = role_defaults(role)
+        owner = self._task._role  # the role this task belongs to (None in a play's own tasks)
+        role = self._task.args.get("role") or (owner.get_name(include_role_fqcn=False) if owner else "")
+        if not moved_to(role):
+            raise AnsibleActionFail("ray_moved_settings: role %r has no moved settings (module_utils mvp_settings.MOVED); "
+                                    "give role=<a role of mvp.ray that renamed one>." % role)
+        # A knob still at its role default was not set by the user: its old name may set it.
+        defaults = owner.get_default_vars() if owner else {}
         given = {old: self._templar.template(task_vars[old]) for old in moved_to(role) if old in task_vars}
 
         def user_set(new):
@@ -50,7 +40,7 @@ class ActionModule(ActionBase):
 
         values, messages = resolve(role, given, user_set)
         for message in messages:
-            # The release that stops reading the old names (module_utils mvp_settings.REMOVED_IN).
+            # 0.3.0: the release after the one that moved the settings stops reading their old names.
             display.deprecated(message, version="0.3.0", collection_name="mvp.ray")
         result.update(changed=False, ansible_facts=values, moved=sorted(values))
         if values:  # the values may be secrets (ray_worker_secret): the warning names, never shows them

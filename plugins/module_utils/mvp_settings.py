@@ -3,15 +3,12 @@
 
 A role's own knobs are set in the inventory by the role's names (``ray_worker_start_attempts``), declared
 once in the role's ``defaults/main.yml`` and ``meta/argument_specs.yml``; ``inventories/common/all`` holds
-only the facts several roles share. An inventory written for the old names keeps working for one release:
+only the facts several roles share. An inventory written for the old names keeps working for one release (until 0.3.0):
 the action ``mvp.ray.ray_moved_settings`` (first task of every role entry point that has a moved knob) sets
 the new name from the old one and prints a deprecation warning naming the new name.
 """
 
 from __future__ import annotations
-
-# The release that stops reading the old names (the release after the one that moved them).
-REMOVED_IN = "0.3.0"
 
 # Old inventory name -> the role knobs that replaced it (an old name that fed two roles feeds both).
 MOVED = {

@@ -17,7 +17,6 @@ import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLES = sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(ROOT, "roles", "*", "meta")))
-CONVERTED = ROLES
 MAPPINGS = os.path.join(ROOT, "playbooks", "vars")
 COMMON = os.path.join(ROOT, "inventories", "common", "all")
 # Names a role may read besides its own (prefixed) variables: Ansible's magic variables and loop names.
@@ -164,7 +163,7 @@ def run_by(role):
     return runs - {role}
 
 
-@pytest.mark.parametrize("role", CONVERTED)
+@pytest.mark.parametrize("role", ROLES)
 def test_a_role_reads_its_own_knobs_and_the_shared_facts_it_declares(role):
     declared = set(specs(role))
     shared = set(common_settings())
@@ -179,7 +178,7 @@ def test_a_role_reads_its_own_knobs_and_the_shared_facts_it_declares(role):
     assert foreign == {}, "read but neither the role's own nor a shared fact it declares in meta/argument_specs.yml"
 
 
-@pytest.mark.parametrize("role", CONVERTED)
+@pytest.mark.parametrize("role", ROLES)
 def test_every_knob_is_declared_once_with_its_default_and_every_shared_fact_is_required(role):
     defaults = load(os.path.join(ROOT, "roles", role, "defaults", "main.yml")) or {}
     shared = common_settings()
@@ -393,7 +392,7 @@ def _render(inventory, extra):
     result = {}
     for host in inv.get_hosts():
         host_variables = manager.get_vars(host=host, include_hostvars=True)
-        for role in CONVERTED:
+        for role in ROLES:
             defaults = trusted(load(os.path.join(ROOT, "roles", role, "defaults", "main.yml")), trust_as_template)
             variables = dict(defaults)
             variables.update(host_variables)  # the inventory beats the role's defaults
