@@ -95,15 +95,13 @@ authentication_mode:
 
 import json
 import os
-import secrets
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import octal_mode, write_text_if_changed
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_secret_file import TOKEN_MODE, generate_result
 
-TOKEN_MODE = 0o600
-TOKEN_BYTES = 32
 
 
 def ensure_mode(path, mode, check_mode):
@@ -139,44 +137,6 @@ def write_token(path, token, dir_mode, check_mode=False):
     return changed or written, written
 
 
-def kept_token_problem(path):
-    """Return why the token file ``path`` cannot be kept ('' when it can): its mode must be 0600.
-
-    :param path: str, an existing path.
-    :returns: str, the problem naming ``path`` and the fix, or ''.
-    """
-    info = os.lstat(path)
-    if not stat.S_ISREG(info.st_mode):
-        return "The Ray auth token file %s is not a regular file: remove it (site.yml then generates a new " \
-               "token) or set mvp_ray_auth_token_file to a file." % path
-    mode = stat.S_IMODE(info.st_mode)
-    if mode != TOKEN_MODE:
-        return "The Ray auth token file %s has mode %04o; only its owner may read it: run `chmod 0600 %s` " \
-               "(if others could read it, delete it instead: site.yml generates a new token and restarts " \
-               "the cluster with it)." % (path, mode, path)
-    if info.st_size == 0:
-        return "The Ray auth token file %s is empty: delete it (site.yml generates a new token) or put the " \
-               "cluster's token in it." % path
-    return ""
-
-
-def generate_token(path, dir_mode, check_mode=False):
-    """Keep the token file ``path`` (0600) or, when it is missing, write a new random token there.
-
-    :param path: str, the controller's token file. :param dir_mode: int, bits of a folder made now.
-    :param check_mode: bool, change nothing, only say what would change.
-    :returns: tuple (changed: bool, problem: str); ``problem`` non-empty: the file is refused.
-    :raises OSError: when the folder or the file cannot be written.
-    """
-    if os.path.lexists(path):
-        return False, kept_token_problem(path)
-    folder = os.path.dirname(path) or "."
-    if not check_mode:
-        os.makedirs(folder, mode=dir_mode, exist_ok=True)
-        write_text_if_changed(path, secrets.token_urlsafe(TOKEN_BYTES), mode=TOKEN_MODE)
-    return True, ""
-
-
 def authentication_mode(module, url):
     """The running head's ``authentication_mode`` from Ray's ``GET /api/authentication_mode`` at ``url`` (str).
 
@@ -208,17 +168,10 @@ def main():
     )
     params = module.params
     if params["generate"]:
-        try:
-            changed, problem = generate_token(params["path"], octal_mode(params["dir_mode"]), module.check_mode)
-        except ValueError as exc:
-            module.fail_json(msg="dir_mode %s" % exc)
-        except OSError as exc:
-            module.fail_json(msg="cannot write the Ray auth token file %s (mvp_ray_auth_token_file): %s"
-                                 % (params["path"], exc.strerror or exc))
-        if problem:
-            module.fail_json(msg=problem, path=params["path"])
-        module.exit_json(changed=changed, path=params["path"], written=changed,
-                         authentication_mode=authentication_mode(module, params["authentication_mode_url"]))
+        result = generate_result(params["path"], params["dir_mode"], module.check_mode)
+        if result.get("failed"):
+            module.fail_json(**{k: v for k, v in result.items() if k != "failed"})
+        module.exit_json(authentication_mode=authentication_mode(module, params["authentication_mode_url"]), **result)
     if not params["token"]:
         module.fail_json(msg="token is empty: set mvp_ray_auth_token, or leave it empty to have site.yml generate "
                              "one (mvp_ray_auth_token_file)")
