@@ -11,26 +11,24 @@ asked for its authentication mode, become - runs the module as before.
 
 from __future__ import annotations
 
-import os
-
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_secret_file import generate_result
+from ansible_collections.mvp.ray.plugins.plugin_utils.mvp_in_process import on_controller, path_option
 
 MODULE = "mvp.ray.ray_auth_token_file"
 OPTIONS = ("path", "token", "dir_mode", "generate", "authentication_mode_url")
 
 
-def in_process(args, transport, become):
-    """Whether this task's work can be done in the controller's process (bool).
+def in_process(args):
+    """Whether this task's arguments ask only for the controller's file to be kept or generated (bool).
 
-    :param args: dict, the task's arguments. :param transport: str, the connection plugin's transport.
-    :param become: bool, whether the task becomes another user (then only the module may write as that user).
+    :param args: dict, the task's arguments (a task that writes a node's token, asks a head or passes an option
+        this plugin does not know runs the module, which checks it).
     """
-    return (bool(args.get("path")) and boolean(args.get("generate", False), strict=False) and transport == "local" and not become
-            and not args.get("authentication_mode_url") and not args.get("token")
-            and set(args) <= set(OPTIONS))
+    return (bool(args.get("path")) and boolean(args.get("generate", False), strict=False)
+            and not args.get("authentication_mode_url") and not args.get("token") and set(args) <= set(OPTIONS))
 
 
 class ActionModule(ActionBase):
@@ -43,11 +41,10 @@ class ActionModule(ActionBase):
         """Return the module's result for this task (see the module's RETURN)."""
         result = super(ActionModule, self).run(tmp, task_vars)
         args = self._task.args
-        if not in_process(args, getattr(self._connection, "transport", ""), bool(self._play_context.become)):
+        if not (in_process(args) and on_controller(self._connection, self._play_context)):
             result.update(self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars))
             return result
-        # The module's option is of type path: ~ and environment variables expanded.
-        path = os.path.expanduser(os.path.expandvars(str(args["path"])))
-        result.update(generate_result(path, str(args.get("dir_mode") or "0777"), bool(self._task.check_mode)))
+        result.update(generate_result(path_option(args["path"]), str(args.get("dir_mode") or "0777"),
+                                      bool(self._task.check_mode)))
         result["authentication_mode"] = ""
         return result

@@ -67,45 +67,8 @@ results:
   returned: always
 """
 
-import hashlib
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import octal_mode, write_text_if_changed
-
-
-def octal(module, name):
-    """The module parameter ``name`` as an int mode (``mvp_files.octal_mode``); fails the module naming it."""
-    try:
-        return octal_mode(module.params[name])
-    except ValueError as exc:
-        module.fail_json(msg="%s %s" % (name, exc))
-
-
-def write_files(dest, files, mode, dir_mode, check_mode=False):
-    """Write ``files`` (dict name -> text) into ``dest`` where they differ.
-
-    :param dest: str, the folder (made with ``dir_mode`` when missing, unless ``check_mode``).
-    :param files: dict str -> str; a name with a folder part, ``.`` or ``..`` raises ValueError.
-    :param mode: int, permission bits of the files written.
-    :param dir_mode: int, permission bits of a folder made now.
-    :param check_mode: bool, write nothing.
-    :returns: tuple (written: list of names, results: list of dicts name/path/checksum).
-    :raises ValueError: for a bad name; OSError when the folder or a file cannot be written.
-    """
-    bad = [name for name in files if not name or os.path.basename(name) != name or name in (".", "..")]
-    if bad:
-        raise ValueError("file names must not hold a folder part: %s" % ", ".join(repr(name) for name in bad))
-    if not os.path.isdir(dest) and not check_mode:
-        os.makedirs(dest, exist_ok=True)
-        os.chmod(dest, dir_mode)
-    written, results = [], []
-    for name, text in files.items():
-        path = os.path.join(dest, name)
-        if write_text_if_changed(path, text, mode=mode, check_mode=check_mode):
-            written.append(name)
-        results.append({"name": name, "path": path, "checksum": hashlib.sha1(text.encode("utf-8")).hexdigest()})
-    return written, results
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_text_files import text_files_result
 
 
 def main():
@@ -119,15 +82,11 @@ def main():
         ),
         supports_check_mode=True,
     )
-    files = {str(name): "" if text is None else str(text) for name, text in module.params["files"].items()}
-    mode, dir_mode = octal(module, "mode"), octal(module, "dir_mode")
-    try:
-        written, results = write_files(module.params["dest"], files, mode, dir_mode, module.check_mode)
-    except ValueError as exc:
-        module.fail_json(msg="files: %s" % exc)
-    except OSError as exc:
-        module.fail_json(msg="cannot write into %s: %s" % (module.params["dest"], exc))
-    module.exit_json(changed=bool(written), written=written, results=results)
+    result = text_files_result(module.params["dest"], module.params["files"], module.params["mode"],
+                               module.params["dir_mode"], module.check_mode)
+    if result.get("failed"):
+        module.fail_json(msg=result["msg"])
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ def run_tasks(tmp_path, tasks, check=False):
                   "ansible.builtin.copy": {"content": "{{ [%s] | to_json }}" % ", ".join("r%d" % i for i in range(len(tasks))),
                                            "dest": str(out), "mode": "0600"}})
     (tmp_path / "play.yml").write_text(yaml.safe_dump([{"name": "Test | Token file", "hosts": "localhost",
-                                                         "gather_facts": False, "tasks": plays}]))
+                                                         "gather_facts": False, "tasks": plays}], sort_keys=False))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
     argv = ["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")] + (["-C"] if check else [])
     done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
