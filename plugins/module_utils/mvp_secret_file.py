@@ -3,7 +3,8 @@
 generated when missing.
 
 Shared by the module ray_auth_token_file and its action plugin, which runs ``generate_token`` in the controller's own
-process when the task runs on the controller over the local connection (no module process: issue 52).
+process when the task runs on the controller over the local connection (no module process: issue 52), and by the
+modules ray_head and ray_worker, which write a node's token file (``node_token_result``) in the call that starts Ray.
 """
 
 from __future__ import annotations
@@ -19,6 +20,39 @@ TOKEN_MODE = 0o600
 
 TOKEN_BYTES = 32
 """Random bytes of a generated token (256 bits, Python ``secrets``; URL-safe base64 text of 43 characters)."""
+
+
+def ensure_mode(path, mode, check_mode):
+    """Give ``path`` the permission bits ``mode`` (int); return True when they were (or would be) changed."""
+    if stat.S_IMODE(os.stat(path).st_mode) == mode:
+        return False
+    if not check_mode:
+        os.chmod(path, mode)
+    return True
+
+
+def write_token(path, token, dir_mode, check_mode=False):
+    """Make the folder of ``path``, write ``token`` there (0600) unless it already holds it.
+
+    :param path: str, the token file.
+    :param token: str, the token (written as is, without a newline).
+    :param dir_mode: int, permission bits of the folder.
+    :param check_mode: bool, change nothing, only say what would change.
+    :returns: tuple (changed: bool, written: bool).
+    :raises OSError: when the folder or the file cannot be written.
+    """
+    folder = os.path.dirname(path) or "."
+    changed = False
+    if not os.path.isdir(folder):
+        changed = True
+        if not check_mode:
+            os.makedirs(folder, exist_ok=True)
+    if os.path.isdir(folder):
+        changed = ensure_mode(folder, dir_mode, check_mode) or changed
+    written = write_text_if_changed(path, token, mode=TOKEN_MODE, check_mode=check_mode)
+    if not written and os.path.exists(path):
+        changed = ensure_mode(path, TOKEN_MODE, check_mode) or changed
+    return changed or written, written
 
 
 def kept_token_problem(path):
@@ -78,3 +112,63 @@ def generate_result(path, dir_mode, check_mode=False):
     if problem:
         return {"failed": True, "msg": problem, "path": path}
     return {"changed": changed, "path": path, "written": changed}
+
+
+NODE_TOKEN_DIR_MODE = 0o777
+"""Bits of the folder of a node's token file (the Ray temp dir: what ``ray start`` sets on it)."""
+
+
+def node_token_result(path, token, check_mode=False):
+    """Write a node's Ray auth token file (0600, its folder 0777) unless it holds ``token``; a task result.
+
+    :param path: str, the node's token file (mvp_ray_auth_token_path); '' - token auth is off, nothing is written.
+    :param token: str, the token; empty with a path is refused (the controller's file was not generated).
+    :param check_mode: bool, change nothing, only say what would change.
+    :returns: dict - ``changed``/``written`` (bools), or ``failed`` with ``msg`` naming the setting and the fix
+        (never raises; the token is never in it).
+    """
+    if not path:
+        return {"changed": False, "written": False}
+    if not token:
+        return {"failed": True, "msg": "The Ray auth token is empty: set mvp_ray_auth_token (Vault), or run the "
+                                       "ray_auth_token role first (site.yml/cluster.yml does) so that it generates "
+                                       "mvp_ray_auth_token_file."}
+    try:
+        changed, written = write_token(path, token, NODE_TOKEN_DIR_MODE, check_mode)
+    except OSError as exc:
+        return {"failed": True, "msg": "Cannot write the Ray auth token file %s (mvp_ray_auth_token_path): %s"
+                                       % (path, exc.strerror or exc)}
+    return {"changed": changed, "written": written}
+
+
+NODE_TOKEN_ARGS = dict(
+    auth_token=dict(type="str", default="", no_log=True),
+    auth_token_path=dict(type="path", default=""),
+)
+"""argument_spec entries of the modules that start Ray on a node (ray_head, ray_worker): its token file."""
+
+
+def write_node_token(module):
+    """Write the node's token file from the module's I(auth_token)/I(auth_token_path) before Ray starts.
+
+    Fails the module with ``node_token_result``'s message on a problem. Every later ``exit_json`` of ``module``
+    carries ``auth_token_written`` and counts a written file as a change (the wrapper below), so the modules need
+    not repeat it at each of their exits.
+
+    :param module: AnsibleModule with NODE_TOKEN_ARGS among its options.
+    :returns: bool, whether the file was (or in check mode would be) written.
+    """
+    result = node_token_result(module.params["auth_token_path"] or "", module.params["auth_token"] or "",
+                               module.check_mode)
+    if result.get("failed"):
+        module.fail_json(msg=result["msg"])
+    exit_json = module.exit_json
+
+    def exit_with_token(**kwargs):
+        """``module.exit_json`` with the token file's part of the result."""
+        kwargs["changed"] = bool(kwargs.get("changed")) or result["changed"]
+        kwargs["auth_token_written"] = result["written"]
+        exit_json(**kwargs)
+
+    module.exit_json = exit_with_token
+    return result["written"]

@@ -94,47 +94,12 @@ authentication_mode:
 """
 
 import json
-import os
-import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import octal_mode, write_text_if_changed
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_secret_file import TOKEN_MODE, generate_result
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import octal_mode
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_secret_file import generate_result, write_token
 
-
-
-def ensure_mode(path, mode, check_mode):
-    """Give ``path`` the permission bits ``mode`` (int); return True when they were (or would be) changed."""
-    if stat.S_IMODE(os.stat(path).st_mode) == mode:
-        return False
-    if not check_mode:
-        os.chmod(path, mode)
-    return True
-
-
-def write_token(path, token, dir_mode, check_mode=False):
-    """Make the folder of ``path``, write ``token`` there (0600) unless it already holds it.
-
-    :param path: str, the token file.
-    :param token: str, the token (written as is, without a newline).
-    :param dir_mode: int, permission bits of the folder.
-    :param check_mode: bool, change nothing, only say what would change.
-    :returns: tuple (changed: bool, written: bool).
-    :raises OSError: when the folder or the file cannot be written.
-    """
-    folder = os.path.dirname(path) or "."
-    changed = False
-    if not os.path.isdir(folder):
-        changed = True
-        if not check_mode:
-            os.makedirs(folder, exist_ok=True)
-    if os.path.isdir(folder):
-        changed = ensure_mode(folder, dir_mode, check_mode) or changed
-    written = write_text_if_changed(path, token, mode=TOKEN_MODE, check_mode=check_mode)
-    if not written and os.path.exists(path):
-        changed = ensure_mode(path, TOKEN_MODE, check_mode) or changed
-    return changed or written, written
 
 
 def authentication_mode(module, url):

@@ -51,6 +51,13 @@ options:
         node's container.
     type: bool
     default: false
+  authentication_mode:
+    description:
+      - Also ask the head, first, whether it requires Ray's token - Ray's public C(GET /api/authentication_mode) - and
+        return its answer as C(authentication_mode), also when the node table cannot be read. The cluster play's
+        look asks it so that the ray_auth_token role needs no call of its own (issue 52).
+    type: bool
+    default: false
 author: MVP project (@mvp)
 """
 
@@ -110,6 +117,12 @@ active_jobs:
   sample:
     - {submission_id: sft-20261125-120000-1a2b3c, status: RUNNING, job_dir: /private/jobs/sft-20261125-120000-1a2b3c,
        node_ips: [172.18.0.3, 172.18.0.4], last_step: 12, checkpoint_step: 10, steps_at_risk: 2}
+authentication_mode:
+  description: >-
+    With I(authentication_mode=true), the head's answer (C(token), C(disabled), ...); empty when nothing answers
+    (no Ray runs there) or the head predates the endpoint (404).
+  type: str
+  returned: when authentication_mode is true, also on failure
 jobs:
   description: With I(jobs=true), every job sorted by start time, oldest first.
   type: list
@@ -129,6 +142,18 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     CONNECTION_ARGS, connect, job_row, list_job_actors, list_nodes, summarize)
 
 
+def authentication_mode(client):
+    """The head's answer to Ray's ``GET /api/authentication_mode`` (str; '' when nothing or no such route answers).
+
+    :param client: mvp_ray_rest.JobsClient of the head's dashboard.
+    """
+    try:
+        answer = client.call("GET", "/api/authentication_mode", timeout=10)
+    except Exception:  # unreachable, 404 from a Ray before the route, not JSON: no answer
+        return ""
+    return str((answer or {}).get("authentication_mode") or "") if isinstance(answer, dict) else ""
+
+
 def main():
     """Module entry point."""
     module = AnsibleModule(
@@ -139,16 +164,18 @@ def main():
             jobs=dict(type="bool", default=False),
             queue=dict(type="bool", default=False),
             active=dict(type="bool", default=False),
+            authentication_mode=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
     client, state = connect(module)
     address = module.params["address"]
+    asked = dict(authentication_mode=authentication_mode(client)) if module.params["authentication_mode"] else {}
     try:
         nodes = list_nodes(state, address, module.params["timeout"])
     except Exception as exc:  # Ray raises several types for an unreachable dashboard
-        module.fail_json(msg="Cannot list Ray nodes at %s: %s" % (address, exc))
-    result = dict(changed=False, nodes=nodes, summary=summarize(nodes, module.params["resource"]))
+        module.fail_json(msg="Cannot list Ray nodes at %s: %s" % (address, exc), **asked)
+    result = dict(changed=False, nodes=nodes, summary=summarize(nodes, module.params["resource"]), **asked)
     if module.params["jobs"] or module.params["queue"] or module.params["active"]:
         try:
             jobs = client.list_jobs()

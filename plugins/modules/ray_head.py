@@ -105,6 +105,19 @@ options:
         (within Ray's C(gcs_rpc_server_reconnect_timeout_s)). Created when missing.
       - Empty - the GCS keeps everything in memory (lost when the head restarts).
     type: path
+  auth_token:
+    description:
+      - The cluster's Ray auth token, written to I(auth_token_path) (0600, its folder 0777) before anything else
+        this call does, unless the file already holds it - the ray_auth_token role's node task folded into the call
+        that starts Ray (issue 52). Never returned or shown.
+    type: str
+    default: ""
+  auth_token_path:
+    description:
+      - The node's token file every Ray process reads (C(RAY_AUTH_TOKEN_PATH), mvp_ray_auth_token_path); empty -
+        token authentication is off and nothing is written. A path with an empty I(auth_token) fails, naming the fix.
+    type: path
+    default: ""
 author: MVP project (@mvp)
 """
 
@@ -118,6 +131,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+auth_token_written:
+  description: Whether this call wrote (or in check mode would write) the node's token file I(auth_token_path).
+  type: bool
+  returned: success
 started:
   description: True when this call ran C(ray start --head).
   type: bool
@@ -150,6 +167,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import describe, listening_pids
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import clients, list_nodes, summarize
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, sha256_file, write_text_if_changed
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_secret_file import NODE_TOKEN_ARGS, write_node_token
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
     head_start_argv, head_start_env, settings_text, with_ray_on_path)
 
@@ -255,6 +273,7 @@ def main():
     """Module entry point."""
     module = AnsibleModule(
         argument_spec=dict(
+            NODE_TOKEN_ARGS,
             ray=dict(type="path", required=True),
             gcs_port=dict(type="int", default=6379),
             dashboard_port=dict(type="int", default=8265),
@@ -273,6 +292,7 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    write_node_token(module)
     address = "http://127.0.0.1:%d" % params["dashboard_port"]
     # The State API over HTTP (no Ray import); the token as Ray's own lookup finds it (the task's environment).
     state = clients(address)[1]

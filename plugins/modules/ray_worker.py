@@ -151,6 +151,19 @@ options:
     description: Interface for C(NCCL_SOCKET_IFNAME)/C(GLOO_SOCKET_IFNAME) instead of the route's (empty - the route's).
     type: str
     default: ""
+  auth_token:
+    description:
+      - The cluster's Ray auth token, written to I(auth_token_path) (0600, its folder 0777) before anything else
+        this call does, unless the file already holds it - the ray_auth_token role's node task folded into the call
+        that starts Ray (issue 52). Never returned or shown.
+    type: str
+    default: ""
+  auth_token_path:
+    description:
+      - The node's token file every Ray process reads (C(RAY_AUTH_TOKEN_PATH), mvp_ray_auth_token_path); empty -
+        token authentication is off and nothing is written. A path with an empty I(auth_token) fails, naming the fix.
+    type: path
+    default: ""
 author: MVP project (@mvp)
 """
 
@@ -165,6 +178,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+auth_token_written:
+  description: Whether this call wrote (or in check mode would write) the node's token file I(auth_token_path).
+  type: bool
+  returned: success
 node_status:
   description: With I(start=false), the node entrypoint's status file (state, settings_sha256, failed_attempts, ...).
   type: dict
@@ -212,6 +229,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_net import head_network
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import find_argv
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, sha256_file, write_text_if_changed
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_secret_file import NODE_TOKEN_ARGS, write_node_token
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
     as_text, check_gcs_address, ray_reason, retry_pause, secret_vars, settings_text, with_ray_on_path,
     worker_start_argv)
@@ -331,6 +349,7 @@ def main():
     """Module entry point."""
     module = AnsibleModule(
         argument_spec=dict(
+            NODE_TOKEN_ARGS,
             ray=dict(type="path", required=True),
             gcs_address=dict(type="str", required=True),
             alive_ips=dict(type="list", elements="str", default=[]),
@@ -355,6 +374,7 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    write_node_token(module)
     try:
         check_gcs_address(params["gcs_address"])
     except ValueError as exc:

@@ -31,7 +31,8 @@ COMMAND_LINE = {"wait", "repeat", "repeat_mode", "group", "last", "workload", "j
 # Per-host facts of the inventory (hosts.yml), read through hostvars by the containers role's plan.
 PER_HOST = {"mvp_container_name", "mvp_container_gpus"}
 # Facts other roles set and declare as their outputs (the head's IP, the image the docker host built).
-OUTPUTS = {"ray_head_ip", "ray_head_worker_ips", "docker_host_node_image_ref", "docker_host_engine"}
+OUTPUTS = {"ray_head_ip", "ray_head_worker_ips", "docker_host_node_image_ref", "docker_host_engine",
+           "running_jobs_auth_mode"}
 CONDITIONS = ("when", "that", "failed_when", "changed_when", "until")
 
 

@@ -3,7 +3,9 @@ the token never in the result, check mode, a bad mode and an unwritable folder."
 import os
 import stat
 
-from ray_auth_token_file import TOKEN_MODE, main
+from ray_auth_token_file import main
+
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_secret_file import TOKEN_MODE
 
 
 def mode_of(path):

@@ -64,3 +64,19 @@ def test_start_false_waits_for_more_workers_than_are_alive(fake_ray, clock, run_
                       node("wrk1", "10.0.0.2", CPU=8.0, worker_node=100.0)]
     result = run_module(main, {"ray": "/no/ray", "start": False, "workers": 2, "ready_timeout": 10})
     assert result["failed"] and "1 of 2 workers ALIVE (10.0.0.2)" in result["msg"]
+
+
+def test_start_false_writes_the_token_file_before_it_reads_the_cluster(fake_ray, clock, run_module, tmp_path):
+    import os
+    import stat
+
+    settings, status = write_settings(tmp_path, "running")
+    token_path = tmp_path / "ray" / "mvp_auth_token"
+    args = {"ray": "/no/ray", "start": False, "settings_path": settings, "status_path": status, "workers": 2,
+            "auth_token": "head-token-xyz", "auth_token_path": str(token_path)}
+    first = run_module(main, args)
+    assert first["changed"] is True and first["auth_token_written"] is True and first["started"] is False
+    assert token_path.read_text() == "head-token-xyz" and stat.S_IMODE(os.stat(token_path).st_mode) == 0o600
+    assert "head-token-xyz" not in json.dumps(first)
+    again = run_module(main, args)
+    assert again["changed"] is False and again["auth_token_written"] is False

@@ -150,3 +150,35 @@ def test_start_false_writes_new_settings_and_reports_changed_only_then(clock, ru
     result = run_module(main, dict(args, secret="tok-secret-789"))
     assert result["changed"] is True and result["reason"] == "started from new settings"
     assert settings_path.read_text() == new_text
+
+
+def test_start_false_writes_the_token_file_first_in_the_same_call(clock, run_module, tmp_path):
+    import json
+    import os
+    import stat
+
+    from ray_worker import main
+
+    settings_path, status = tmp_path / "mvp_node.json", tmp_path / "mvp_node_status.json"
+    token_path = tmp_path / "ray" / "mvp_auth_token"
+    settings_path.write_text('{"argv": ["ray", "start"]}')
+    sha = hashlib.sha256(settings_path.read_bytes()).hexdigest()
+    status.write_text(json.dumps({"state": "running", "settings_sha256": sha, "node_ip": "10.0.0.3"}))
+    args = {"ray": "/no/ray", "gcs_address": "10.0.0.1:6379", "start": False, "settings_path": str(settings_path),
+            "status_path": str(status), "timeout": 5, "auth_token": "cluster-token-abc",
+            "auth_token_path": str(token_path)}
+    first = run_module(main, args)
+    # Ray already runs from these settings: the token file alone is the change.
+    assert first["changed"] is True and first["auth_token_written"] is True and first["node_ip"] == "10.0.0.3"
+    assert token_path.read_text() == "cluster-token-abc"
+    assert stat.S_IMODE(os.stat(token_path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(token_path.parent).st_mode) == 0o777
+    assert "cluster-token-abc" not in json.dumps(first)
+    again = run_module(main, args)
+    assert again["changed"] is False and again["auth_token_written"] is False
+    # A path without a token (the controller's file never generated) is refused, naming the fix.
+    refused = run_module(main, dict(args, auth_token=""))
+    assert refused["failed"] and "set mvp_ray_auth_token" in refused["msg"]
+    # No path: token auth off, nothing written, nothing said about it.
+    off = run_module(main, dict(args, auth_token_path="", auth_token=""))
+    assert off["changed"] is False and off["auth_token_written"] is False
