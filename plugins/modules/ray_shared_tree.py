@@ -55,28 +55,8 @@ created:
   returned: always
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import octal_mode
-
-
-def plan(root, dirs):
-    """Return (missing, not_folders): absolute paths of ``dirs`` under ``root`` to create, and those in the way.
-
-    :param root: str, existing folder.
-    :param dirs: list of str, relative paths; ``..`` components are refused with ValueError.
-    :raises ValueError: for an absolute path or one that leaves ``root``.
-    """
-    missing, in_the_way = [], []
-    for rel in dirs:
-        if os.path.isabs(rel) or ".." in rel.split("/"):
-            raise ValueError("%r is not a folder relative to %s" % (rel, root))
-        path = os.path.join(root, rel)
-        if os.path.isdir(path):
-            continue
-        (in_the_way if os.path.lexists(path) else missing).append(path)
-    return missing, in_the_way
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_shared_tree import tree_result
 
 
 def main():
@@ -89,23 +69,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    root = module.params["root"]
-    if not os.path.isdir(root):
-        module.fail_json(msg="%s (mvp_shared_root) is not a folder: mount the shared storage there." % root)
-    try:
-        mode = octal_mode(module.params["mode"])
-        missing, in_the_way = plan(root, module.params["dirs"])
-    except ValueError as exc:
-        module.fail_json(msg="Bad shared_storage_dirs entry or mode: %s" % exc)
-    if in_the_way:
-        module.fail_json(msg="Not folders, refusing to replace them: %s. Move them away and re-run."
-                         % ", ".join(in_the_way))
-    if not module.check_mode:
-        for path in missing:
-            os.makedirs(path, exist_ok=True)
-            os.chmod(path, mode)
-    module.exit_json(changed=bool(missing), created=missing)
-
+    result = tree_result(module.params["root"], module.params["dirs"], module.params["mode"], module.check_mode)
+    if result.get("failed"):
+        module.fail_json(msg=result["msg"])
+    module.exit_json(**result)
 
 if __name__ == "__main__":
     main()

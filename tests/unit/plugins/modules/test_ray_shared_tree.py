@@ -1,7 +1,8 @@
-"""Unit tests of ray_shared_tree's plan: the folders to create, files in the way, paths that escape."""
+"""Unit tests of the shared tree's plan (module_utils mvp_shared_tree, used by the module ray_shared_tree and its action
+plugin): the folders to create, files in the way, paths that escape."""
 import pytest
 
-from ray_shared_tree import plan
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_shared_tree import plan
 
 
 def test_shared_tree_plan_lists_missing_folders_and_refuses_escapes(tmp_path):
