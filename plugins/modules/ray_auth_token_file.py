@@ -101,7 +101,6 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import octal_mod
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_secret_file import generate_result, write_token
 
 
-
 def authentication_mode(module, url):
     """The running head's ``authentication_mode`` from Ray's ``GET /api/authentication_mode`` at ``url`` (str).
 

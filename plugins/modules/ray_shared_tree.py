@@ -74,5 +74,6 @@ def main():
         module.fail_json(msg=result["msg"])
     module.exit_json(**result)
 
+
 if __name__ == "__main__":
     main()
