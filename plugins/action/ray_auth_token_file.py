@@ -12,39 +12,22 @@ asked for its authentication mode, become - runs the module as before.
 from __future__ import annotations
 
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_secret_file import generate_result
-from ansible_collections.mvp.ray.plugins.plugin_utils.mvp_in_process import on_controller, path_option
-
-MODULE = "mvp.ray.ray_auth_token_file"
-OPTIONS = ("path", "token", "dir_mode", "generate", "authentication_mode_url")
+from ansible_collections.mvp.ray.plugins.plugin_utils.mvp_in_process import InProcessAction, path_option
 
 
-def in_process(args):
-    """Whether this task's arguments ask only for the controller's file to be kept or generated (bool).
-
-    :param args: dict, the task's arguments (a task that writes a node's token, asks a head or passes an option
-        this plugin does not know runs the module, which checks it).
-    """
-    return (bool(args.get("path")) and boolean(args.get("generate", False), strict=False)
-            and not args.get("authentication_mode_url") and not args.get("token") and set(args) <= set(OPTIONS))
-
-
-class ActionModule(ActionBase):
+class ActionModule(InProcessAction):
     """Generate or keep the controller's token file in process; else run the module."""
 
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
+    MODULE = "mvp.ray.ray_auth_token_file"
+    OPTIONS = ("path", "generate", "dir_mode")
 
-    def run(self, tmp=None, task_vars=None):
-        """Return the module's result for this task (see the module's RETURN)."""
-        result = super(ActionModule, self).run(tmp, task_vars)
-        args = self._task.args
-        if not (in_process(args) and on_controller(self._connection, self._play_context)):
-            result.update(self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars))
-            return result
-        result.update(generate_result(path_option(args["path"]), str(args.get("dir_mode") or "0777"),
-                                      bool(self._task.check_mode)))
-        result["authentication_mode"] = ""
-        return result
+    def handles(self, args):
+        """Only the controller's file to keep or generate (a node's token or a head's question: the module)."""
+        return bool(args.get("path")) and boolean(args.get("generate", False), strict=False)
+
+    def work(self, args, check_mode):
+        """``generate_result`` for the task's file, as the module returns it."""
+        return dict(generate_result(path_option(args["path"]), str(args.get("dir_mode") or "0777"), check_mode),
+                    authentication_mode="")

@@ -9,29 +9,21 @@ module call for it cost 0.5-0.8 s of every cold bring-up (issue 52). Any other t
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_shared_tree import tree_result
-from ansible_collections.mvp.ray.plugins.plugin_utils.mvp_in_process import on_controller, path_option
-
-MODULE = "mvp.ray.ray_shared_tree"
-OPTIONS = ("root", "dirs", "mode")
+from ansible_collections.mvp.ray.plugins.plugin_utils.mvp_in_process import InProcessAction, path_option
 
 
-class ActionModule(ActionBase):
+class ActionModule(InProcessAction):
     """Make the shared tree in process on the controller; else run the module."""
 
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
+    MODULE = "mvp.ray.ray_shared_tree"
+    OPTIONS = ("root", "dirs", "mode")
 
-    def run(self, tmp=None, task_vars=None):
-        """Return the module's result for this task (see the module's RETURN)."""
-        result = super(ActionModule, self).run(tmp, task_vars)
-        args = self._task.args
-        plain = set(args) <= set(OPTIONS) and bool(args.get("root")) and isinstance(args.get("dirs"), list)
-        if not (plain and on_controller(self._connection, self._play_context)):
-            result.update(self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars))
-            return result
-        result.update(tree_result(path_option(args["root"]), [str(d) for d in args["dirs"]],
-                                  str(args.get("mode") or "0775"), bool(self._task.check_mode)))
-        return result
+    def handles(self, args):
+        """A root and a list of folders (anything else: the module says what is wrong)."""
+        return bool(args.get("root")) and isinstance(args.get("dirs"), list)
+
+    def work(self, args, check_mode):
+        """``tree_result`` for the task's folders, as the module returns it."""
+        return tree_result(path_option(args["root"]), [str(d) for d in args["dirs"]], str(args.get("mode") or "0775"),
+                           check_mode)

@@ -30,6 +30,7 @@ description:
     starts, each with Ray's reason) and the workers it found.
 extends_documentation_fragment:
   - mvp.ray.attributes
+  - mvp.ray.node_token
   - mvp.ray.attributes.platform_linux
 attributes:
   check_mode:
@@ -105,19 +106,6 @@ options:
         (within Ray's C(gcs_rpc_server_reconnect_timeout_s)). Created when missing.
       - Empty - the GCS keeps everything in memory (lost when the head restarts).
     type: path
-  auth_token:
-    description:
-      - The cluster's Ray auth token, written to I(auth_token_path) (0600, its folder 0777) before anything else
-        this call does, unless the file already holds it - the ray_auth_token role's node task folded into the call
-        that starts Ray (issue 52). Never returned or shown.
-    type: str
-    default: ""
-  auth_token_path:
-    description:
-      - The node's token file every Ray process reads (C(RAY_AUTH_TOKEN_PATH), mvp_ray_auth_token_path); empty -
-        token authentication is off and nothing is written. A path with an empty I(auth_token) fails, naming the fix.
-    type: path
-    default: ""
 author: MVP project (@mvp)
 """
 

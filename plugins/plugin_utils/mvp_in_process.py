@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 
+from ansible.plugins.action import ActionBase
+
 
 def on_controller(connection, play_context):
     """Whether a task with this ``connection`` (a connection plugin) and ``play_context`` runs here as this user (bool).
@@ -24,3 +26,35 @@ def on_controller(connection, play_context):
 def path_option(value):
     """An option of type ``path`` as a module would get it: ``~`` and environment variables expanded (str)."""
     return os.path.expanduser(os.path.expandvars(str(value)))
+
+
+class InProcessAction(ActionBase):
+    """An action plugin that does its module's work here when the task runs on the controller, else runs the module.
+
+    A subclass names ``MODULE`` (the module's FQCN) and ``OPTIONS`` (the options it handles here) and implements
+    ``handles(args)`` (bool: these arguments ask only for work it does) and ``work(args, check_mode)`` (dict: the
+    module's result for them, ``failed``/``msg`` on a problem; it must not raise).
+    """
+
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    MODULE = ""
+    OPTIONS = ()
+
+    def handles(self, args):
+        """Whether ``args`` (dict, the task's arguments) ask only for what ``work`` does (bool)."""
+        raise NotImplementedError
+
+    def work(self, args, check_mode):
+        """The module's result for ``args`` (dict), done in this process; ``check_mode`` (bool) changes nothing."""
+        raise NotImplementedError
+
+    def run(self, tmp=None, task_vars=None):
+        """Return the module's result for this task (see the module's RETURN)."""
+        result = super(InProcessAction, self).run(tmp, task_vars)
+        args = self._task.args
+        if set(args) <= set(self.OPTIONS) and self.handles(args) and on_controller(self._connection, self._play_context):
+            result.update(self.work(args, bool(self._task.check_mode)))
+        else:
+            result.update(self._execute_module(module_name=self.MODULE, module_args=args, task_vars=task_vars))
+        return result
