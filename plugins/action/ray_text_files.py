@@ -2,8 +2,8 @@
 """Action plugin ray_text_files: write the files in the controller's own process when the task runs here.
 
 Documented in plugins/modules/ray_text_files.py (Ansible reads an action plugin's documentation there).
-On the local connection as the same user (the docker host that is this machine: the node entrypoint's files, the
-preflight's probe; issue 52) the work is ``mvp_text_files.text_files_result``, done here - a module process for it
+On the local connection as the same user (the docker host that is this machine: the node entrypoint's files; issue
+52) the work is ``mvp_text_files.text_files_result``, done here - a module process for it
 cost 0.7 s of every cold bring-up. Any other task (a remote docker host, become) runs the module.
 """
 

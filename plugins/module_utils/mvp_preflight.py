@@ -34,8 +34,7 @@ def node_problems(host, found, expect):
         ``require_nfs`` (bool), ``expected_gpus`` (int, GPUs per worker), ``min_shm_size`` (str, a
         size such as ``8g``, Ansible's ``human_to_bytes`` format), ``min_free_gb`` (float, GiB),
         ``disk_paths`` (dict variable name -> path), ``head`` (str, the head's hostname),
-        ``probe_dir`` (str, where the head wrote its probe file); optionally ``probe_writer`` (str, the host that wrote
-        it: the head, or on a docker host whose folder the nodes mount that docker host; default ``head``).
+        ``probe_dir`` (str, where the head wrote its probe file).
     :returns: list of str, empty when the node passes.
     """
     problems = []
@@ -54,11 +53,9 @@ def node_problems(host, found, expect):
         problems.append("%s: %s is %s, not NFS (preflight_require_nfs is true). Mount the NFS export there, or set "
                         "preflight_require_nfs=false." % (host, root, fstype))
     if found.get("mismatched_probes"):
-        writer = expect.get("probe_writer") or expect["head"]
-        who = "the head" if writer == expect["head"] else "the docker host"
-        problems.append("%s does not see %s's %s: the probe file %s (%s) just wrote under %s is missing or "
+        problems.append("%s does not see the head's %s: the probe file the head (%s) just wrote under %s is missing or "
                         "different here. Every node must mount the same shared storage at %s (mvp_shared_root)."
-                        % (host, who, root, who, writer, expect["probe_dir"], root))
+                        % (host, root, expect["head"], expect["probe_dir"], root))
     if "gpus" not in found:
         return problems
     gpus, wanted = int(found["gpus"]), int(expect["expected_gpus"])
