@@ -128,6 +128,20 @@ class HttpJson(object):
         return json.loads(text) if text.strip() else None
 
 
+def authentication_mode(client, path="/api/authentication_mode"):
+    """A Ray head's answer to its public ``GET /api/authentication_mode`` (str: ``token``, ``disabled``, ...).
+
+    :param client: HttpJson (or a subclass) of the head's dashboard. :param path: str, the route below its address
+        ('' when the address is the route itself).
+    :returns: str, '' when nothing answers, the head predates the route (404) or the answer is not JSON with that key.
+    """
+    try:
+        answer = client.call("GET", path, timeout=10)
+    except Exception:  # unreachable, an HTTP error, not JSON: no answer
+        return ""
+    return str(answer.get("authentication_mode") or "") if isinstance(answer, dict) else ""
+
+
 class JobsClient(HttpJson):
     """Ray's Jobs API over HTTP: the methods of ``JobSubmissionClient`` the modules use.
 

@@ -53,7 +53,8 @@ options:
     description:
       - Also ask a running Ray head, in the same call, whether it requires the token - Ray's public
         C(GET /api/authentication_mode) on its dashboard (for example C(http://127.0.0.1:8265/api/authentication_mode)
-        on the head) - and return its answer as C(authentication_mode). Saves the play a task of its own.
+        on the head) - and return its answer as C(authentication_mode) (module_utils C(mvp_ray_rest.authentication_mode),
+        as ray_cluster_info asks it for the cluster play's look).
       - Empty - nothing is asked.
     type: str
     default: ""
@@ -93,28 +94,15 @@ authentication_mode:
   returned: always
 """
 
-import json
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import fetch_url
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import octal_mode
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_rest import HttpJson, authentication_mode
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_secret_file import generate_result, write_token
 
 
-def authentication_mode(module, url):
-    """The running head's ``authentication_mode`` from Ray's ``GET /api/authentication_mode`` at ``url`` (str).
-
-    :returns: str, '' when ``url`` is empty, nothing answers, the answer is not 200 or not JSON with that key.
-    """
-    if not url:
-        return ""
-    response, info = fetch_url(module, url, timeout=10)
-    if info.get("status") != 200 or response is None:
-        return ""
-    try:
-        return str(json.loads(response.read().decode("utf-8")).get("authentication_mode") or "")
-    except (ValueError, AttributeError):
-        return ""
+def asked(url):
+    """The head's answer at ``url`` (the route itself, mvp_ray_rest.authentication_mode); '' when ``url`` is empty."""
+    return authentication_mode(HttpJson(url), path="") if url else ""
 
 
 def main():
@@ -135,7 +123,7 @@ def main():
         result = generate_result(params["path"], params["dir_mode"], module.check_mode)
         if result.get("failed"):
             module.fail_json(**{k: v for k, v in result.items() if k != "failed"})
-        module.exit_json(authentication_mode=authentication_mode(module, params["authentication_mode_url"]), **result)
+        module.exit_json(authentication_mode=asked(params["authentication_mode_url"]), **result)
     if not params["token"]:
         module.fail_json(msg="token is empty: set mvp_ray_auth_token, or leave it empty to have site.yml generate "
                              "one (mvp_ray_auth_token_file)")
@@ -149,7 +137,7 @@ def main():
         module.fail_json(msg="cannot write the Ray auth token file %s (mvp_ray_auth_token_path): %s"
                              % (params["path"], exc.strerror or exc))
     module.exit_json(changed=changed, path=params["path"], written=written,
-                     authentication_mode=authentication_mode(module, params["authentication_mode_url"]))
+                     authentication_mode=asked(params["authentication_mode_url"]))
 
 
 if __name__ == "__main__":

@@ -140,18 +140,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_running_jobs import ac
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import queue_states
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     CONNECTION_ARGS, connect, job_row, list_job_actors, list_nodes, summarize)
-
-
-def authentication_mode(client):
-    """The head's answer to Ray's ``GET /api/authentication_mode`` (str; '' when nothing or no such route answers).
-
-    :param client: mvp_ray_rest.JobsClient of the head's dashboard.
-    """
-    try:
-        answer = client.call("GET", "/api/authentication_mode", timeout=10)
-    except Exception:  # unreachable, 404 from a Ray before the route, not JSON: no answer
-        return ""
-    return str((answer or {}).get("authentication_mode") or "") if isinstance(answer, dict) else ""
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_rest import authentication_mode
 
 
 def main():
