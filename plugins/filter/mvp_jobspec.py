@@ -37,6 +37,7 @@ mvp_job_spec = _ansible_errors(mvp_spec.mvp_job_spec)
 mvp_loggers = _ansible_errors(mvp_request.mvp_loggers)
 mvp_submit_cmd = mvp_spec.mvp_submit_cmd
 mvp_driver_device_probe = _ansible_errors(mvp_spec.mvp_driver_device_probe)
+mvp_resume_probe = _ansible_errors(mvp_spec.mvp_resume_probe)
 mvp_is_submission_id = mvp_spec.mvp_is_submission_id
 mvp_submit_problems = mvp_refuse.mvp_submit_problems
 mvp_job_dir = _ansible_errors(mvp_job.job_dir)
@@ -71,8 +72,8 @@ def mvp_copied_files(name):
 
 
 class FilterModule(object):
-    """Job spec filters: mvp_job_spec, mvp_submit_cmd, mvp_driver_device_probe, mvp_is_submission_id,
-    mvp_submit_problems, mvp_job_dir, mvp_jobs_dir, mvp_job_file, mvp_copied_files."""
+    """Job spec filters: mvp_job_spec, mvp_submit_cmd, mvp_driver_device_probe, mvp_resume_probe,
+    mvp_is_submission_id, mvp_submit_problems, mvp_job_dir, mvp_jobs_dir, mvp_job_file, mvp_copied_files."""
 
     def filters(self):
         """Return the filter table."""
@@ -80,6 +81,7 @@ class FilterModule(object):
             "mvp_job_spec": mvp_job_spec,
             "mvp_submit_cmd": mvp_submit_cmd,
             "mvp_driver_device_probe": mvp_driver_device_probe,
+            "mvp_resume_probe": mvp_resume_probe,
             "mvp_is_submission_id": mvp_is_submission_id,
             "mvp_submit_problems": mvp_submit_problems,
             "mvp_job_dir": mvp_job_dir,

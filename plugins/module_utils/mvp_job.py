@@ -38,6 +38,7 @@ FILES = {
     "submit_cmd": "config/submit_cmd.txt",       # the equivalent `ray job submit` line
     "resolved_config": "config/resolved_config.yaml",  # the trainer's config composed on the head (secrets redacted)
     "mlflow_run": "config/mlflow_run.json",      # the job's MLflow run: run_id, experiment, tracking_uri, ui_url
+    "resume_view": "config/resume",              # a checkpoint view the attempt resumes from (mvp_resume), when one is needed
     "controller": "config/controller.json",      # the run this attempt belongs to: the job controller follows it
     # written while the job runs (mvp_entry.py on the driver's worker, verl)
     "driver_log": "logs/driver.log",             # the trainer's stdout and stderr, MVP_* lines

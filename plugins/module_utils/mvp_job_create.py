@@ -35,8 +35,9 @@ def safe_join(root, rel):
     return os.path.join(root, rel)
 
 
-def create_job_dir(job_dir, files=None, subdirs=SUBDIRS, mode="0775", shared_files=None, check_mode=False):
-    """Make ``job_dir`` with one ``mkdir`` (fails if it exists), its ``subdirs`` and ``files``.
+def create_job_dir(job_dir, files=None, subdirs=SUBDIRS, mode="0775", shared_files=None, check_mode=False,
+                   links=None):
+    """Make ``job_dir`` with one ``mkdir`` (fails if it exists), its ``subdirs``, ``files`` and ``links``.
 
     :param job_dir: str, absolute path; its parent must exist.
     :param files: dict path -> text; a path relative to ``job_dir`` or absolute inside it.
@@ -44,7 +45,11 @@ def create_job_dir(job_dir, files=None, subdirs=SUBDIRS, mode="0775", shared_fil
     :param mode: str, octal mode of the folders (files get 0644).
     :param shared_files: dict absolute path -> text, written before, only where the content differs.
     :param check_mode: bool, say what would be written and write nothing.
-    :returns: sorted list of the absolute paths written (shared files that changed, then the job's files).
+    :param links: dict path -> target of symbolic links made inside ``job_dir`` (their folders made as needed);
+        a target is written as given (a relative one is read from the link's folder), never followed or
+        changed here: a resume's view of an earlier attempt's checkpoint (mvp_resume.plan).
+    :returns: sorted list of the absolute paths written (shared files that changed, then the job's files
+        and links).
     :raises JobDirError: when ``job_dir`` exists (nothing is written then), a path leaves it or
         ``mode`` is not octal.
     """
@@ -52,13 +57,14 @@ def create_job_dir(job_dir, files=None, subdirs=SUBDIRS, mode="0775", shared_fil
         octal = octal_mode(mode)
         folders = [safe_join(job_dir, d) for d in subdirs]
         texts = {safe_join(job_dir, rel): str(text) for rel, text in (files or {}).items()}
+        made_links = {safe_join(job_dir, rel): str(target) for rel, target in (links or {}).items()}
     except ValueError as exc:
         raise JobDirError("job directory: %s" % exc)
     if os.path.lexists(job_dir):
         raise JobDirError("job directory %s exists: job directories are never reused; choose another "
                           "submission_id or omit it to get a fresh one." % job_dir)
     shared = {p: str(t) for p, t in (shared_files or {}).items() if differs(p, str(t))}
-    written = sorted(shared) + sorted(texts)
+    written = sorted(shared) + sorted(list(texts) + list(made_links))
     if check_mode:
         return written
     for path, text in shared.items():
@@ -74,4 +80,7 @@ def create_job_dir(job_dir, files=None, subdirs=SUBDIRS, mode="0775", shared_fil
         os.chmod(folder, octal)
     for path, text in texts.items():
         write_text_atomic(path, text)
+    for path, target in made_links.items():
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.symlink(target, path)
     return written

@@ -43,7 +43,7 @@ LOG_HEAD_BYTES = 8 * 1024 * 1024
 """Bytes of the driver log read for the planned step count (verl prints it before the first step)."""
 
 
-def _planned_from_log(path):
+def planned_from_log(path):
     """The step count verl planned, from the head of its driver log (int or None)."""
     try:
         with open(path, "rb") as handle:
@@ -80,7 +80,7 @@ def read_progress(job_dir, metric="", planned=None):
     except OSError:
         mtime = None
     if planned is None:
-        planned = _planned_from_log(os.path.join(job_dir, FILES["driver_log"]))
+        planned = planned_from_log(os.path.join(job_dir, FILES["driver_log"]))
     restart = spec.get("restart") if isinstance(spec.get("restart"), dict) else {}
     resumed = spec.get("resume_from") if isinstance(spec.get("resume_from"), dict) else {}
     times = [value for _step, value in series.get(STEP_TIME_KEY) or []]

@@ -197,6 +197,17 @@ def spec_diff(runs):
     return diff
 
 
+def adjusted_text(resume_from):
+    """A short phrase for the report when a resume was adjusted ('' when not; module_utils mvp_resume.plan).
+
+    :param resume_from: dict or None, a job spec's ``resume_from``.
+    :returns: str, e.g. ``data-loader state left out at an epoch's end (verl#7401)``.
+    """
+    adjusted = (resume_from or {}).get("adjusted") or []
+    return "; ".join("%s left out at an epoch's end (%s)" % (
+        "data-loader state %s" % ", ".join(item.get("left_out") or []), item.get("issue")) for item in adjusted)
+
+
 def build_report(runs, parents, metric_specs, baseline_id=None, config_diff=None, code_diff=None):
     """Compute everything a report shows.
 
@@ -240,8 +251,8 @@ def build_report(runs, parents, metric_specs, baseline_id=None, config_diff=None
             "code_id": run.get("code_id"), "model": run.get("model"), "status": run.get("status"),
             "verdict": run.get("verdict"), "steps": run.get("last_step"), "wall_s": run.get("wall_s"),
             "baseline": run["submission_id"] == baseline_id, "mlflow": (run.get("mlflow") or {}).get("ui_url"),
-            "continues": ({"submission_id": resumed.get("submission_id"), "step": resumed.get("step")}
-                          if resumed else None),
+            "continues": ({"submission_id": resumed.get("submission_id"), "step": resumed.get("step"),
+                           "adjusted": adjusted_text(resumed)} if resumed else None),
             "preemption": run.get("preemption") or "",
         })
 

@@ -191,8 +191,9 @@ def latest_checkpoint(ckpt_dir, world_size=None):
     :param ckpt_dir: str, the job's ``checkpoints`` folder.
     :param world_size: int or None, the world size the job will resume with (checked on the shards).
     :returns: dict ``{"step": int, "path": str, "world_size": int or None, "skipped": [{"step",
-        "path", "why"}], "tracker": int or None}`` or None when the job saved no checkpoint at all;
-        ``step`` is None when checkpoints exist but none is complete (``skipped`` says why).
+        "path", "why"}], "tracker": int or None, "entries": [names in the folder]}`` or None when the job
+        saved no checkpoint at all; ``step`` is None when checkpoints exist but none is complete (``skipped``
+        says why). ``entries`` lets a resume leave a file out (mvp_resume.plan).
     """
     try:
         names = os.listdir(ckpt_dir)
@@ -219,8 +220,8 @@ def latest_checkpoint(ckpt_dir, world_size=None):
             skipped.append({"step": step, "path": path, "why": why})
             continue
         return {"step": step, "path": path, "world_size": world_size_of(path), "skipped": skipped,
-                "tracker": tracker}
-    return {"step": None, "path": None, "world_size": None, "skipped": skipped, "tracker": tracker}
+                "tracker": tracker, "entries": sorted(os.listdir(path))}
+    return {"step": None, "path": None, "world_size": None, "skipped": skipped, "tracker": tracker, "entries": []}
 
 
 def _mlflow_record(job_dir):

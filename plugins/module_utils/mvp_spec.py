@@ -23,7 +23,7 @@ import shlex
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import (
     FILES, is_submission_id, job_dir as make_job_dir, job_paths)
-from ansible_collections.mvp.ray.plugins.module_utils import mvp_queue
+from ansible_collections.mvp.ray.plugins.module_utils import mvp_queue, mvp_resume
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_copies import installed_names
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import (  # noqa: F401 pylint: disable=unused-import
     HYDRA_SUBDIR, RELATIVE_RE, REQUEST_KEYS, JobSpecError, _as_list, _check_env, _check_identity,
@@ -105,7 +105,7 @@ def _world_size(overrides):
     return shape[0] * shape[1] if shape else None
 
 
-def _resume(request, entry, workload, overrides, user_overrides, shared_root, defaults, notes):
+def _resume(request, entry, workload, overrides, user_overrides, shared_root, defaults, notes, job_dir):
     """Point a job at the newest checkpoint of the run named by ``resume_from``.
 
     Sets the catalog's ``resume`` keys (verl: ``trainer.resume_mode=resume_path``,
@@ -115,9 +115,15 @@ def _resume(request, entry, workload, overrides, user_overrides, shared_root, de
     and verl's latest_checkpointed_iteration.txt not older) of that run, else of the runs it
     continued (``defaults['resume_parents']``), each skipped one named in ``notes``.
 
-    :returns: dict ``{submission_id, step, path, world_size, checkpoint_of, skipped}`` or None
-        without resume_from (``checkpoint_of``: the run that saved the checkpoint; ``skipped``:
-        the incomplete newer ones, ``{submission_id, step, path, why}``).
+    When the checkpoint must not be loaded as saved (a known verl bug, ``mvp_resume.plan``: verl#7401's
+    data-loader state at an epoch's end), the trainer is pointed at a view of it in this job's directory
+    (``config/resume/global_step_N``, made by ``ray_job`` with the job directory from ``links``).
+
+    :returns: dict ``{submission_id, step, path, world_size, checkpoint_of, skipped, loaded_from, adjusted,
+        links}`` or None without resume_from (``checkpoint_of``: the run that saved the checkpoint; ``skipped``:
+        the incomplete newer ones, ``{submission_id, step, path, why}``; ``path``: the checkpoint as saved;
+        ``loaded_from``: what the trainer is given, ``path`` or the view; ``adjusted``: ``[{issue, url, what,
+        why, left_out}]``, what was changed and why; ``links``: the view's links, link -> relative target).
     :raises JobSpecError: when the earlier run is unknown, of another workload,
         has no complete checkpoint or was trained with another world size, or when the request
         sets the resume keys itself.
@@ -139,7 +145,7 @@ def _resume(request, entry, workload, overrides, user_overrides, shared_root, de
     if run.get("workload") != workload:
         _fail("resume_from", "%s is a %s job, this is %s" % (earlier, run.get("workload"), workload),
               "resume from a job of the same workload")
-    ckpt, source = _complete_checkpoint(run, defaults.get("resume_parents") or [], notes)
+    ckpt, source, saver = _complete_checkpoint(run, defaults.get("resume_parents") or [], notes)
     if not ckpt:
         _fail("resume_from", "%s saved no %scheckpoint (no %sglobal_step_N under %s/jobs/%s/checkpoints%s)"
               % (earlier, "complete " if run.get("checkpoint") else "", "complete " if run.get("checkpoint") else "",
@@ -154,10 +160,14 @@ def _resume(request, entry, workload, overrides, user_overrides, shared_root, de
         if key in user_overrides:
             _fail("trainer_overrides.%s" % key, "is set by resume_from",
                   "drop it from trainer_overrides, resume_from picks the checkpoint")
+    adjusted, resume_notes = mvp_resume.plan(
+        keys.get("data_state"), ckpt, saver.get("epoch"), mvp_resume.restore_guarded(defaults.get("resume_restore_source")),
+        job_paths(job_dir)["resume_view"])
     overrides[keys["mode_key"]] = "resume_path"
-    overrides[keys["path_key"]] = ckpt["path"]
+    overrides[keys["path_key"]] = adjusted["loaded_from"] if adjusted else ckpt["path"]
     notes.append("continues %s from the checkpoint at step %d%s (%s); it trains until trainer.total_epochs"
                  % (earlier, ckpt["step"], "" if source == earlier else " of " + source, ckpt["path"]))
+    notes.extend(resume_notes)
     earlier_overrides = (run.get("spec") or {}).get("trainer_overrides") or {}
     if ckpt["step"] == run.get("last_step") and all(
             str(overrides.get(key)) == str(earlier_overrides.get(key))
@@ -167,6 +177,9 @@ def _resume(request, entry, workload, overrides, user_overrides, shared_root, de
                      "raise one of them to train further" % (earlier, ckpt["step"]))
     return {"submission_id": earlier, "step": ckpt["step"], "path": ckpt["path"],
             "world_size": ckpt.get("world_size"), "checkpoint_of": source,
+            "loaded_from": adjusted["loaded_from"] if adjusted else ckpt["path"],
+            "adjusted": [{key: adjusted[key] for key in ("issue", "url", "what", "why", "left_out")}] if adjusted else [],
+            "links": adjusted["links"] if adjusted else {},
             "skipped": [dict(item, submission_id=rid) for rid, items in _skipped_by_run(run, defaults) for item in items]}
 
 
@@ -193,7 +206,7 @@ def _complete_checkpoint(run, parents, notes):
         with ``skipped``: newer folders that were incomplete).
     :param parents: list of runs ``run`` continued, directly or not (``ray_job_runs`` ``parents``).
     :param notes: list of str, receives one note per skipped checkpoint.
-    :returns: (checkpoint dict or None, submission id of the run that saved it).
+    :returns: (checkpoint dict or None, submission id of the run that saved it, that run's dict or None).
     """
     by_id = {p.get("submission_id"): p for p in parents}
     current = run
@@ -205,13 +218,13 @@ def _complete_checkpoint(run, parents, notes):
             notes.append("skipped checkpoint global_step_%s of %s: %s"
                          % (item["step"], current.get("submission_id"), item["why"]))
         if ckpt.get("step") is not None:
-            return ckpt, current.get("submission_id")
+            return ckpt, current.get("submission_id"), current
         parent = ((current.get("spec") or {}).get("resume_from") or {}).get("submission_id")
         if parent:
             notes.append("%s saved no complete checkpoint: looking at the run it continued, %s"
                          % (current.get("submission_id"), parent))
         current = by_id.get(parent)
-    return None, None
+    return None, None, None
 
 
 def _retention(entry, overrides, merged, defaults, notes):
@@ -422,7 +435,7 @@ def mvp_job_spec(request, catalog, defaults):
     device_set = _driver_device(entry, explicit, defaults, overrides, notes)
     if entry.get("module"):
         _fill_trainer_overrides(overrides, entry, defaults, submission_id, job_dir, data, model_path, reward)
-    resumed = _resume(request, entry, workload, overrides, merged["user"], shared_root, defaults, notes)
+    resumed = _resume(request, entry, workload, overrides, merged["user"], shared_root, defaults, notes, job_dir)
     checkpoints = _retention(entry, overrides, merged, defaults, notes) if entry.get("module") else None
     if entry.get("module"):
         _check_paths(overrides, merged["field_of"], shared_root, job_dir)
@@ -680,6 +693,30 @@ def mvp_driver_device_probe(request, catalog, defaults):
     if device["key"] in _merge_overrides(identity["entry"], identity["workload"], request, defaults)["explicit"]:
         return None
     return {"path": posixpath.join(identity["code_path"], device["probe_file"]), "marker": device["probe_marker"]}
+
+
+def mvp_resume_probe(request, catalog, defaults):
+    """The file of the snapshot to read before a resumed job's spec is built: how does its trainer restore data?
+
+    A catalog entry's ``resume.data_state.restore_file`` names the snapshot file whose code restores the data
+    loader's saved state; ``mvp_resume.restore_guarded`` decides from its text whether it skips that state at
+    an epoch boundary (verl#7401). The caller reads the file on the head and builds the spec once with
+    ``defaults["resume_restore_source"]`` set to its text.
+
+    :param request: dict, the request (as for mvp_job_spec).
+    :param catalog: dict, the workload catalog (mvp_workloads).
+    :param defaults: dict, the builder's defaults.
+    :returns: dict ``{"path": <absolute file of the snapshot>}``, or None without ``resume_from`` or a
+        ``data_state`` in the workload's entry.
+    :raises JobSpecError: for the request errors mvp_job_spec would raise first (workload, id, code path).
+    """
+    if not request.get("resume_from"):
+        return None
+    identity = _check_identity(request, catalog, defaults)
+    state = (identity["entry"].get("resume") or {}).get("data_state")
+    if not state or not state.get("restore_file"):
+        return None
+    return {"path": posixpath.join(identity["code_path"], state["restore_file"])}
 
 
 def _driver_device(entry, explicit, defaults, overrides, notes):

@@ -244,7 +244,7 @@ class RayJob(JobModule):
             try:
                 result["job_dir_written"] = create_job_dir(
                     spec["path"], spec["files"], SUBDIRS if spec["subdirs"] is None else spec["subdirs"],
-                    spec["mode"], check_mode=module.check_mode)
+                    spec["mode"], check_mode=module.check_mode, links=spec["links"])
             except JobDirError as exc:
                 module.fail_json(msg=str(exc), changed=False)
         bundle = params["debug_bundle"]

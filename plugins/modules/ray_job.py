@@ -118,6 +118,14 @@ options:
         description: Octal mode of the folders (files get 0644).
         type: str
         default: "0775"
+      links:
+        description:
+          - Mapping of a path inside I(job_dir.path) -> the target of a symbolic link made there after the files
+            (folders made as needed; a relative target is read from the link's folder).
+          - A resume's view of an earlier attempt's checkpoint without a file verl must not load (the job spec's
+            C(resume_from.links), module_utils C(mvp_resume)); the earlier checkpoint is not changed.
+        type: dict
+        default: {}
   check:
     description:
       - With I(state=submitted) and I(job_dir), look at the job first, in the same call on the head (module_utils
@@ -573,6 +581,7 @@ def main():
                 files=dict(type="dict", default={}),
                 subdirs=dict(type="list", elements="str"),
                 mode=dict(type="str", default="0775"),
+                links=dict(type="dict", default={}),
             )),
             debug_bundle=dict(type="dict", options=BUNDLE_OPTIONS),
             check=dict(type="dict", options=CHECK_OPTIONS),

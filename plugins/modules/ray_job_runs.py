@@ -101,6 +101,13 @@ options:
     description: With I(compare), bytes (UTF-8) of the inline code diff.
     type: int
     default: 20000
+  epochs:
+    description:
+      - Return each run's and parent's C(epoch), the steps of one epoch of its trainer (module_utils
+        C(mvp_resume.epoch_info)), for a resume. They are verl's planned steps over C(trainer.total_epochs) from the
+        driver log, else the training rows (parquet metadata) over C(data.train_batch_size).
+    type: bool
+    default: false
 author: MVP project (@mvp)
 """
 
@@ -127,6 +134,7 @@ EXAMPLES = r"""
     jobs_dir: /private/jobs
     submission_ids: [sft-20261122-143029-669f9a]
     series: false
+    epochs: true
 """
 
 RETURN = r"""
@@ -152,7 +160,8 @@ runs:
     last_step: {description: "highest step in metrics.jsonl (0 - none yet)", type: int}
     last: {description: "last value of each read metric", type: dict}
     series: {description: "metric -> [[step, value], ...] (with series=true)", type: dict}
-    checkpoint: {description: "newest checkpoint {step, path, world_size} or null", type: dict}
+    checkpoint: {description: "newest checkpoint {step, path, world_size, skipped, tracker, entries} or null", type: dict}
+    epoch: {description: "with epochs=true, {steps_per_epoch (int or null), how (where it comes from, or why unknown)}", type: dict}
     resume_from: {description: "the spec's resume_from {submission_id, step, path, world_size} or null", type: dict}
     repeat: {description: "the spec's repeat {group, index, count} or null", type: dict}
     mlflow: {description: "its MLflow run {run_id, experiment_id, tracking_uri, ui_url} (ui_url as reached now, see mlflow_ui_url), or null", type: dict}
@@ -223,6 +232,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_resume import epoch_info
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import compare_runs, list_job_dirs, read_run
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import ui_url
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import clients, job_row, list_nodes, summarize
@@ -301,6 +311,7 @@ def main():
             diff_file=dict(type="path"),
             diff_max_lines=dict(type="int", default=200),
             diff_max_bytes=dict(type="int", default=20000),
+            epochs=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -354,6 +365,8 @@ def main():
     now = time.time()
     for run in runs + parents:
         add_status(run, table, now)
+        if params["epochs"]:
+            run["epoch"] = epoch_info(run["job_dir"])
     mlflow_links(runs + parents, params["mlflow_ui_url"], params["address"])
     result = dict(changed=False, runs=runs, parents=parents, missing=missing)
     if ray_error:

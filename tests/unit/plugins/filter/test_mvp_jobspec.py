@@ -1,4 +1,5 @@
 """Unit tests of the job spec filters against the shipped workload catalog."""
+import os
 import datetime
 import json
 import shlex
@@ -314,9 +315,51 @@ def test_resume_from_points_the_trainer_at_the_newest_checkpoint(workload, catal
     assert "%s=%s" % (keys["path_key"], run["checkpoint"]["path"]) in words
     assert result["resume_from"] == {"submission_id": "sft-old", "step": 6, "path": run["checkpoint"]["path"],
                                      "world_size": run["checkpoint"]["world_size"], "checkpoint_of": "sft-old",
-                                     "skipped": []}
+                                     "skipped": [], "loaded_from": run["checkpoint"]["path"], "adjusted": [],
+                                     "links": {}}
     # The new job still writes its own checkpoints.
     assert "trainer.default_local_dir=/private/jobs/job-2/checkpoints" in words
+
+
+def _handler_source():
+    from tests.unit.conftest import unpacked_verl
+    with open(os.path.join(unpacked_verl(), "verl/utils/checkpoint/checkpoint_handler.py"), encoding="utf-8") as f:
+        return f.read()
+
+
+SFT_ENTRIES = ["data_0.pt", "extra_state_world_size_2_rank_0.pt", "extra_state_world_size_2_rank_1.pt",
+               "model_world_size_2_rank_0.pt", "model_world_size_2_rank_1.pt", "optim_world_size_2_rank_0.pt",
+               "optim_world_size_2_rank_1.pt"]
+
+
+@pytest.mark.parametrize("step, steps_per_epoch, fixed, view", [
+    (16, 8, False, True),   # the end of epoch 2 on verl 0.9.1: the data-loader state is left out
+    (12, 8, False, False),  # mid-epoch: the state is where the run was
+    (16, 8, True, False),   # a release whose handler checks for the epoch boundary itself
+])
+def test_sft_resumed_at_an_epoch_boundary_loads_a_view_without_the_data_state(
+        step, steps_per_epoch, fixed, view, catalog, earlier_run, spec_defaults):
+    run = earlier_run("sft", step=step, epoch={"steps_per_epoch": steps_per_epoch, "how": "test"})
+    run["checkpoint"]["entries"] = list(SFT_ENTRIES)
+    source = _handler_source()
+    if fixed:
+        source = source.replace("self._load_dataloader_state(checkpoint_path)",
+                                "if resume_step % self.steps_per_epoch:\n"
+                                "            self._load_dataloader_state(checkpoint_path)")
+    result = mvp_job_spec({"workload": "sft", "submission_id": "job-2", "resume_from": "sft-old"}, catalog,
+                          dict(spec_defaults, resume_run=run, resume_restore_source=source))
+    saved = run["checkpoint"]["path"]
+    expected = "/private/jobs/job-2/config/resume/global_step_%d" % step if view else saved
+    assert "trainer.resume_from_path=%s" % expected in argv(result["entrypoint"])
+    resumed = result["resume_from"]
+    assert (resumed["path"], resumed["loaded_from"]) == (saved, expected)
+    if view:
+        assert [fix["issue"] for fix in resumed["adjusted"]] == ["verl#7401"]
+        assert resumed["adjusted"][0]["left_out"] == ["data_0.pt"]
+        assert len(resumed["links"]) == len(SFT_ENTRIES) - 1
+        assert any("verl#7401" in note for note in result["notes"])
+    else:
+        assert resumed["adjusted"] == [] and resumed["links"] == {}
 
 
 @pytest.mark.parametrize("run, request_extra, message", [

@@ -408,8 +408,16 @@ def test_resumed_run_is_one_line_and_its_selected_parent_is_not_drawn():
     assert lines[0]["color"] != lines[1]["color"]
     # the parent still has its own table row and comparison
     assert [row["submission_id"] for row in report["runs"]] == ["P", "C", "O"]
-    assert report["runs"][1]["continues"] == {"submission_id": "P", "step": RESUME_STEP}
+    assert report["runs"][1]["continues"] == {"submission_id": "P", "step": RESUME_STEP, "adjusted": ""}
     assert report["runs"][0]["continues"] is None
+
+
+def test_a_resume_from_a_view_without_the_data_state_says_so_in_its_row():
+    parent, child = _parent_and_child()
+    child["resume_from"] = dict(child["resume_from"], adjusted=[{"issue": "verl#7401", "left_out": ["data_0.pt"]}])
+    report = build_report([parent, child], [], [_spec("lower", abs_tol=0.05)])
+    assert report["runs"][1]["continues"]["adjusted"] == (
+        "data-loader state data_0.pt left out at an epoch's end (verl#7401)")
 
 
 def test_a_preempted_run_is_one_curve_across_the_preemption_and_its_row_says_so():

@@ -258,7 +258,9 @@ def test_latest_checkpoint_reads_the_main_ppo_layout(tmp_path):
     _save(ckpt, 2, world, subdirs=("actor",))
     _write(ckpt / "latest_checkpointed_iteration.txt", "2")
     assert latest_checkpoint(str(ckpt)) == {"step": 2, "path": os.path.join(str(ckpt), "global_step_2"),
-                                            "world_size": world, "skipped": [], "tracker": 2}
+                                            "world_size": world, "skipped": [], "tracker": 2,
+                                            "entries": sorted(os.listdir(str(ckpt / "global_step_2")))}
+    assert "actor" in latest_checkpoint(str(ckpt))["entries"]
 
 
 def test_read_run_collects_spec_status_metrics_and_checkpoint(tmp_path):
