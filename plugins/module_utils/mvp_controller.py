@@ -66,6 +66,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     status_name)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_rest import (
     JobsClient, RayHttpError, RayUnreachable, StateClient)
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import AFTER_EACH_EPOCH
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_restart import decide
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import latest_checkpoint
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import stopped_while_pending
@@ -580,7 +581,7 @@ class Controller(object):
             step, before = newest.get("step"), note.get("checkpoint_before")
             if step is not None and (before is None or step > before):
                 why = "right after its checkpoint of step %d (waited %.1f s for it)" % (step, now - note["decided_at_s"])
-            elif not note.get("save_freq") or note["save_freq"] <= 0:
+            elif not _saves_checkpoints(note.get("save_freq")):
                 why = "at once: it saves no checkpoint (trainer.save_freq %s)" % note.get("save_freq")
             elif now >= note["deadline_s"]:
                 newest_text = "step %d" % step if step is not None else "none"
@@ -789,12 +790,20 @@ def _stamp(seconds):
 
 
 def _save_freq(spec):
-    """The trainer's ``trainer.save_freq`` from a job spec (int; 0 when the job is not a trainer or saves never)."""
+    """The trainer's ``trainer.save_freq`` from a job spec: an int (0 when the job is not a trainer or saves never),
+    or verl's SFT word ``after_each_epoch`` (a checkpoint at each epoch's last step)."""
     value = (spec.get("trainer_overrides") or {}).get("trainer.save_freq")
+    if value == AFTER_EACH_EPOCH:
+        return value
     try:
         return int(value)
     except (TypeError, ValueError):
         return 0
+
+
+def _saves_checkpoints(save_freq):
+    """Whether a ``_save_freq`` value makes the trainer save periodically (bool)."""
+    return save_freq == AFTER_EACH_EPOCH or (isinstance(save_freq, int) and save_freq > 0)
 
 
 def _playbook_failure(playbook, ran):

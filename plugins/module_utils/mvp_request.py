@@ -516,6 +516,11 @@ def _check_request_ray(given_ray, defaults):
     return _check_ray(dict(base, **given_ray) if isinstance(given_ray, dict) else (given_ray or dict(base)), defaults)
 
 
+AFTER_EACH_EPOCH = "after_each_epoch"
+"""verl's SFT trainers' word for ``trainer.save_freq``: a checkpoint at each epoch's last step
+(``sft_trainer_ray.py``); workloads whose catalog entry lists it in ``save_freq_words`` take it."""
+
+
 def _merge_overrides(entry, workload, request, defaults):
     """Merge the trainer overrides: the catalog's, then the inventory's (submit_job_site_overrides), then the request's.
 
@@ -543,9 +548,15 @@ def _merge_overrides(entry, workload, request, defaults):
         overrides["trainer.logger"] = mvp_loggers(overrides["trainer.logger"], field_of("trainer.logger"))
     _check_sizes(overrides, field_of)
     save_freq = overrides.get("trainer.save_freq", 1)
-    if not isinstance(save_freq, int) or isinstance(save_freq, bool) or save_freq < 1:
-        _fail("trainer_overrides.trainer.save_freq", "must be an integer >= 1, got %r" % (save_freq,),
-              "set trainer.save_freq to 1 or more")
+    if save_freq == AFTER_EACH_EPOCH and AFTER_EACH_EPOCH not in (entry.get("save_freq_words") or []):
+        _fail(field_of("trainer.save_freq"), "%s is read by verl's SFT trainers only; %s's trainer compares "
+              "save_freq with 0 and fails on a word (TypeError)" % (AFTER_EACH_EPOCH, workload),
+              "give the steps of one epoch as a number")
+    if save_freq != AFTER_EACH_EPOCH and (not isinstance(save_freq, int) or isinstance(save_freq, bool)
+                                          or save_freq < 1):
+        _fail("trainer_overrides.trainer.save_freq", "must be an integer >= 1%s, got %r" % (
+            " or %s" % AFTER_EACH_EPOCH if AFTER_EACH_EPOCH in (entry.get("save_freq_words") or []) else "",
+            save_freq), "set trainer.save_freq to 1 or more")
     return {"overrides": overrides, "site": site, "user": user_overrides, "site_overrides": site_overrides,
             "explicit": set(site_overrides) | set(user_overrides), "field_of": field_of}
 

@@ -516,6 +516,15 @@ def mirrored_problems(config):
     if isinstance(groups, dict) and groups.get("enable") and not groups.get("metric"):
         problems.append("algorithm.filter_groups.metric must be set when group filtering is enabled (mirrors "
                         "verl.trainer.ppo.v1.trainer_base.PPOTrainer._resolve_filter_groups_metric)")
+    actor_strategy = _get(config, "actor_rollout_ref.actor.strategy")
+    if _get(config, "actor_rollout_ref.actor.checkpoint.async_save") is True and actor_strategy != "megatron":
+        problems.append("actor_rollout_ref.actor.checkpoint.async_save=true with actor_rollout_ref.actor.strategy=%s: "
+                        "verl's PPO trainers then skip writing latest_checkpointed_iteration.txt, which only "
+                        "Megatron's checkpoint manager writes itself, so no checkpoint is ever marked complete and a "
+                        "continued run starts from an older step or from 0 (verl#7952, "
+                        "https://github.com/verl-project/verl/issues/7952; mirrors ray_trainer.py and "
+                        "ppo/v1/trainer_base.py _save_checkpoint). Set async_save to false (with %s the save is "
+                        "synchronous anyway)" % (actor_strategy, actor_strategy))
     if trainer.get("resume_mode") == "resume_path":
         path = trainer.get("resume_from_path")
         if not isinstance(path, str) or "global_step_" not in path:

@@ -119,12 +119,20 @@ def test_bad_submission_ids_are_refused(bad, spec):
     ({"workload": "nope"}, "workload"),
     ({"workload": "selftest", "worklaod": "x"}, "worklaod"),
     ({"workload": "ppo", "trainer_overrides": {"trainer.save_freq": 0}}, "trainer.save_freq"),
+    # verl's SFT word: main_ppo compares save_freq with 0 and fails on it (TypeError)
+    ({"workload": "grpo", "trainer_overrides": {"trainer.save_freq": "after_each_epoch"}}, "trainer.save_freq"),
+    ({"workload": "sft", "trainer_overrides": {"trainer.save_freq": "every_epoch"}}, "trainer.save_freq"),
     ({"workload": "selftest", "code_path": "/elsewhere/verl"}, "code_path"),
     ({"workload": "selftest", "ray": {"adress": "x"}}, "ray.adress"),
 ])
 def test_invalid_requests_name_the_field(request_, field, spec):
     with pytest.raises(Exception, match=r"field '[^']*%s'" % field.replace(".", r"\.")):
         spec(**request_)
+
+
+def test_sft_takes_verls_after_each_epoch(spec):
+    result = spec(workload="sft", trainer_overrides={"trainer.save_freq": "after_each_epoch"})
+    assert "trainer.save_freq=after_each_epoch" in argv(result["entrypoint"])
 
 
 def test_hydra_values():

@@ -392,6 +392,14 @@ def test_a_job_that_never_saves_is_stopped_at_once_and_a_non_preemptible_one_nev
     assert os.path.exists(mvp_controller.attempt_file(config, RUN, "preempt")) is stops
 
 
+def test_a_job_saving_after_each_epoch_is_stopped_after_its_next_checkpoint_not_at_once(config, fake_ray):
+    # verl's SFT word for save_freq: the job saves at each epoch's end, so it waits for that checkpoint.
+    preemption_case(config, fake_ray, save_freq="after_each_epoch")
+    controller(config, Playbooks(config, fake_ray, {}), clock=lambda: 1000.0).tick()
+    assert fake_ray.called("stop_job") == []
+    assert read(mvp_controller.attempt_file(config, RUN, "preempt"))["state"] == "waiting_for_checkpoint"
+
+
 def test_a_preemption_is_cancelled_once_its_preemptor_no_longer_waits(config, fake_ray):
     high = preemption_case(config, fake_ray)
     ctl = controller(config, Playbooks(config, fake_ray, {}), clock=lambda: 1000.0)

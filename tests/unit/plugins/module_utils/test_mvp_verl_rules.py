@@ -48,6 +48,28 @@ def test_the_catalog_passes_the_mirrored_checks_as_gpu_inventories_build_it(verl
     assert composed_problems(verl_config_dir, result["hydra_config"], result["hydra_overrides"]) == []
 
 
+@pytest.mark.parametrize("workload", ["grpo", "ppo"])
+@pytest.mark.parametrize("strategy, refused", [("fsdp", True), ("fsdp2", True), ("megatron", False)])
+def test_async_save_on_fsdp_is_refused_before_submission_naming_verl_7952(verl_config_dir, spec, workload, strategy,
+                                                                          refused):
+    # verl#7952: the PPO trainers skip latest_checkpointed_iteration.txt with async_save, and only Megatron's
+    # checkpoint manager writes it: composed from verl's own config, the request is refused on FSDP only.
+    result = spec(workload, trainer_overrides={"actor_rollout_ref.actor.checkpoint.async_save": True,
+                                               "actor_rollout_ref.actor.strategy": strategy})
+    problems = [p for p in composed_problems(verl_config_dir, result["hydra_config"], result["hydra_overrides"])
+                if "async_save" in p]
+    if refused:
+        (problem,) = problems
+        assert problem.startswith("actor_rollout_ref.actor.checkpoint.async_save=true with "
+                                  "actor_rollout_ref.actor.strategy=%s" % strategy)
+        assert "verl#7952" in problem and "Set async_save to false" in problem
+    else:
+        assert problems == []
+    off = spec(workload, trainer_overrides={"actor_rollout_ref.actor.checkpoint.async_save": False})
+    assert not [p for p in composed_problems(verl_config_dir, off["hydra_config"], off["hydra_overrides"])
+                if "async_save" in p]
+
+
 def test_grpo_without_n_fails_the_mirrored_check_on_verls_default(verl_config_dir, spec):
     # the builder refuses this already (test_a_group_estimator_with_one_rollout_is_refused); the head's
     # mirrored check sees verl's default n=1 on the composed config too
