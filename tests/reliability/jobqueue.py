@@ -65,16 +65,15 @@ HOLDER = {"trainer.total_epochs": 30, "trainer.save_freq": 80}
 # inventories/local/group_vars/all/10-local.yml) - what the run alone logs, when --no-alone leaves it out.
 HOLDER_STEPS = 30 * (64 // 8)
 SHORT = {"trainer.total_training_steps": 2}
-# The preempted run: both workers, a checkpoint every 9 steps (6 epochs of the 64-row sample: 48 steps; no
-# checkpoint at an epoch's last step, see LATE); it is preempted once it has passed its first checkpoint, so the
-# one awaited is a later one.
-LOW = {"trainer.total_epochs": 6, "trainer.save_freq": 9}
+# The preempted run: both workers, a checkpoint at every epoch's end (6 epochs of the 64-row sample, 8 steps each:
+# 48 steps), as most users save; it is preempted once it has passed its first checkpoint, so the one awaited is a
+# later one - an epoch's last step, which it continues from (verl#7401, docs/jobs.md).
+LOW = {"trainer.total_epochs": 6, "trainer.save_freq": 8}
 LOW_STEPS = 6 * (64 // 8)
 LOW_SAVE = LOW["trainer.save_freq"]
-# The grace-time case: checkpoints at steps 60 and 120 of 160 only, and a grace of a few seconds - the victim is
-# stopped at once, between its checkpoints. 60 is not a multiple of an epoch's 8 steps: verl 0.9.1's SFT trainer
-# resumed from an epoch's last step trains one epoch less (docs/jobs.md, "Progress check").
-LATE = {"trainer.total_epochs": 20, "trainer.save_freq": 60}
+# The grace-time case: a checkpoint every 5 epochs (steps 40, 80, ... of 160), and a grace of a few seconds - the
+# victim is stopped at once, between its checkpoints, and continues from an epoch's last step.
+LATE = {"trainer.total_epochs": 20, "trainer.save_freq": 40}
 LATE_STEPS = 20 * (64 // 8)
 GRACE_S = 3
 # Steps a preempted run may log past the checkpoint it is stopped after (a CPU step here takes about 0.5 s; the

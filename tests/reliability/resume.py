@@ -15,7 +15,9 @@ baseline run's metrics), never from the code under test:
   tracker file covers, after the fault (computed here by listing the folder);
 * the first step of ``-r1`` = that N + 1; its last step and final loss = the baseline's.
 
-Cases: "killed driver worker, corrupt newest" (CI), "killed other worker", "killed head" (CI; nobody
+Cases: "killed driver worker, corrupt newest" (CI; checkpoints at every epoch's end), "every epoch" and
+"after each epoch" (a checkpoint at each epoch's end, continued from one: verl#7401), "grpo epoch boundary" and
+"ppo epoch boundary" (verl's V1 trainer continued from an epoch's last step), "killed other worker", "killed head" (CI; nobody
 acting, the run's supervisor heals it), "site.yml restarts a run" (refused, then mvp_running_jobs=restart),
 "restarts exhausted", "frozen grpo rank" (the watchdog's hang restarts too), "two grpo at once" (jobs
 sharing a cluster).
@@ -41,6 +43,9 @@ from verdicts import Job, extra_vars, read_json, training_pids, worker_of
 # The local inventory's SFT (8 steps of the 64-row sample) with a checkpoint every 2 steps, so
 # that a fault after step 5 leaves two complete checkpoints (2 and 4) and maybe a third.
 OVERRIDES = {"trainer.save_freq": 2}
+# 3 epochs of the 64-row sample (8 steps each) with a checkpoint at every epoch's end, as most users save
+# (verl's after_each_epoch): a fault right after the step-16 checkpoint continues from an epoch's last step.
+EPOCHS = {"trainer.total_epochs": 3, "trainer.save_freq": 8}
 # A watchdog bound far above a heal: these cases test restarts after a lost node, not hangs.
 WATCHDOG = {"first_step_s": 600, "floor_s": 300, "factor": 5}
 # Steps logged before the fault (checkpoints at 2 and 4 exist by then).
@@ -150,10 +155,12 @@ def wait_for_run_end(case, run_id, timeout):
                     time.time() - started)
 
 
-def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=None, nobody=None, progress=False):
+def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=None, nobody=None, progress=False,
+                   kill_at_checkpoint=None):
     """Submit an SFT run that may restart, kill a worker in each attempt (``victims``: 'driver' or
-    'other' per attempt: the first after KILL_AFTER_STEPS steps, the next ones after their first
-    step), optionally corrupt the newest checkpoint after the first kill.
+    'other' per attempt: the first after KILL_AFTER_STEPS steps - or, with ``kill_at_checkpoint``, as soon as that
+    step's checkpoint is complete -, the next ones after their first step), optionally corrupt the newest
+    checkpoint after the first kill.
 
     :param nobody: None, ``"submitter"`` (the waiting ansible-playbook is killed with SIGKILL before the first
         worker: the job controller alone continues the run), ``"submitter later"`` (it is killed once it has
@@ -179,10 +186,12 @@ def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=N
         for index, victim_side in enumerate(victims):
             job = attempts[-1]
             deadline = time.time() + 600
-            while len(job.steps()) < (KILL_AFTER_STEPS if index == 0 else 1):
+            while not (kill_at_checkpoint in complete_steps(os.path.join(job.dir, "checkpoints"))
+                       if index == 0 and kill_at_checkpoint else len(job.steps()) >= (KILL_AFTER_STEPS if index == 0
+                                                                                      else 1)):
                 if proc.poll() is not None or time.time() > deadline:
                     raise CaseFailed("%s logged %d steps before submit.yml ended" % (job.id, len(job.steps())))
-                time.sleep(0.5)
+                time.sleep(0.1 if kill_at_checkpoint else 0.5)
             driver = worker_of(cluster, job.driver_ip())
             if index == 0 and nobody == "submitter":
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -254,6 +263,7 @@ def check_continued(case, run, attempts, facts, expected_base, cause="node_lost"
         steps = sorted(metrics(nxt.dir))
         case.check(steps and steps[0] == expected + 1, "%s first step %s, expected %d" % (
             nxt.id, steps[:1], expected + 1))
+        check_epoch_boundary(case, prev, nxt, resumed, expected)
         case.note("%s continued %s from step %d (%d steps lost)" % (nxt.id, prev.id, expected,
                                                                   facts["kills"][index]["last_step"] - expected))
         case.seconds.setdefault("steps_lost", []).append(facts["kills"][index]["last_step"] - expected)
@@ -269,6 +279,35 @@ def check_continued(case, run, attempts, facts, expected_base, cause="node_lost"
     case.note("final train/loss %s = uninterrupted %s at step %d" % (loss, base_loss, base_last))
     case.seconds.setdefault("fault_to_first_new_step_s", []).extend(facts.get("fault_to_step_s", []))
     check_one_mlflow_run(case, attempts, base_last, base_loss)
+
+
+def steps_per_epoch(job_dir):
+    """Steps of one epoch of an SFT attempt, from its inputs: verl's "dataset len" line over data.train_batch_size
+    (the local SFT's batch, one data-parallel rank in verl's Ray trainer, the last partial batch dropped)."""
+    with open(os.path.join(job_dir, "logs", "driver.log"), errors="replace") as handle:
+        rows = int(re.search(r"dataset len: (\d+)", handle.read()).group(1))
+    spec = read_json(os.path.join(job_dir, "config", "job_spec.json")) or {}
+    return rows // int(spec["trainer_overrides"]["data.train_batch_size"])
+
+
+def check_epoch_boundary(case, prev, nxt, resumed, step):
+    """verl#7401: an attempt continued from a checkpoint at an epoch's last step loads a view of it without the
+    data-loader state (data_<rank>.pt), recorded in its job_spec.json; the checkpoint as saved keeps its file."""
+    saver = os.path.join(case.cluster.host_shared, "jobs", resumed.get("checkpoint_of") or prev.id)
+    saved = os.path.join(saver, "checkpoints", "global_step_%d" % step)
+    state = sorted(f for f in os.listdir(saved) if re.match(r"^data_\d+\.pt$", f)) if os.path.isdir(saved) else []
+    boundary = step > 0 and step % steps_per_epoch(saver) == 0
+    issues = [fix.get("issue") for fix in resumed.get("adjusted") or []]
+    if boundary and state:
+        view = os.path.join(nxt.dir, "config", "resume", "global_step_%d" % step)
+        case.check(issues == ["verl#7401"] and os.path.isdir(view) and not set(state) & set(os.listdir(view)),
+                   "%s continued from step %d, an epoch's last step: expected a view without %s (verl#7401), "
+                   "got adjusted %s" % (nxt.id, step, state, issues))
+        case.note("%s loaded global_step_%d without %s (verl#7401); the checkpoint as saved keeps it" % (
+            nxt.id, step, ", ".join(state)))
+    else:
+        case.check(issues == [], "%s: step %d is not an epoch's last step, but the resume was adjusted: %s" % (
+            nxt.id, step, issues))
 
 
 def check_progress(case, run, first, nxt=None):
@@ -314,15 +353,15 @@ def check_one_mlflow_run(case, attempts, last_step, last_loss):
 
 
 def case_killed_driver_worker_corrupt(case):
-    """The driver's worker dies and the newest checkpoint lost a shard: the one before is used, and said. The
-    waiting play follows the run into its next attempt and is then killed (SIGKILL): the job controller alone
-    ends the run, like the uninterrupted one."""
-    base = baseline(case)
-    # Three checkpoints kept: a kill that lands while step 6 is being saved finds 2 and 4 (verl
-    # drops the oldest of two kept before the new one is complete), so one is left after 4 is corrupted.
+    """The driver's worker dies right after the checkpoint of step 16 (3 epochs of 8 steps, a checkpoint every
+    epoch) and that checkpoint lost a shard: the one before, step 8 - also an epoch's last step - is used, and
+    said, without its data-loader state (verl#7401). The waiting play follows the run into its next attempt and
+    is then killed (SIGKILL): the job controller alone ends the run, like the uninterrupted one."""
+    base = baseline(case, EPOCHS, stamp("base-epochs"), "epochs_baseline")
+    # Three checkpoints kept, as in every case that corrupts one: one is left after the newest is corrupted.
     run, attempts, facts = run_with_kills(case, "drv", 1, ["driver"], corrupt=True,
-                                          overrides=dict(OVERRIDES, **{"trainer.max_ckpt_to_keep": 3}), progress=True,
-                                          nobody="submitter later")
+                                          overrides=dict(EPOCHS, **{"trainer.max_ckpt_to_keep": 3}), progress=True,
+                                          nobody="submitter later", kill_at_checkpoint=16)
     check_continued(case, run, attempts, facts, base)
     check_progress(case, facts["play"], attempts[0], attempts[1] if len(attempts) > 1 else None)
     if len(attempts) > 1:
@@ -332,6 +371,18 @@ def case_killed_driver_worker_corrupt(case):
                    % (skipped, facts.get("corrupted")))
         case.check("skipped checkpoint global_step_%s" % facts.get("corrupted") in " ".join(spec.get("notes") or []),
                    "the job's notes do not say the corrupted checkpoint was skipped")
+
+
+def case_every_epoch(case, save_freq=8):
+    """3 epochs of 8 steps with a checkpoint at every epoch's end (``save_freq`` 8, or verl's SFT word
+    after_each_epoch): a worker killed right after the step-16 checkpoint; the run continues from it and ends at
+    step 24 with the uninterrupted run's final train/loss (verl#7401 worked around)."""
+    overrides = dict(EPOCHS, **{"trainer.save_freq": save_freq})
+    base = baseline(case, overrides, stamp("base-epochs"), "epochs_baseline_%s" % save_freq)
+    run, attempts, facts = run_with_kills(case, "epo", 1, ["other"], overrides=overrides, kill_at_checkpoint=16)
+    case.check(facts["expected_resume"] == [16], "the kill landed after checkpoints %s, expected 16 to be the newest"
+               % facts["expected_resume"])
+    check_continued(case, run, attempts, facts, base)
 
 
 def case_killed_other_worker(case):
@@ -432,10 +483,9 @@ def case_site_restarts_a_run(case):
 
 
 # A run long enough (320 steps, about 3 minutes here) that its raylets give up on a lost GCS (60 s) and a
-# cluster play's refusal lands well before its end, with checkpoints off the epoch boundaries (8 steps an
-# epoch): verl 0.9.1's SFT trainer resumed from a checkpoint at an epoch's end trains one epoch less (seen:
-# resumed at 56 of 96, ended at 88 - our verdict: short_training).
-LONG = dict(OVERRIDES, **{"trainer.total_epochs": 40, "trainer.save_freq": 11})
+# cluster play's refusal lands well before its end, with a checkpoint at every epoch's end (8 steps an epoch),
+# as most users save.
+LONG = dict(OVERRIDES, **{"trainer.total_epochs": 40, "trainer.save_freq": 8})
 # A run nobody waits for survives its head: seconds the job controller has to bring the run to its end.
 HEAD_LOST_TIMEOUT = 900
 
@@ -605,11 +655,56 @@ def case_two_grpo_at_once(case):
         job.id: [a["actor_id"][:8] for a in controllers if a["job_id"] == ray_jobs.get(job.id)] for job in jobs})
 
 
+# An RL run of two epochs of 2 steps (8 of the sample's prompts in batches of 4): the first run trains one epoch
+# and saves at its last step; a second continues it (resume_from) to two epochs.
+RL_EPOCH = {"trainer.total_training_steps": None, "data.train_max_samples": 8, "trainer.save_freq": 2}
+
+
+def case_rl_epoch_boundary(case, workload):
+    """GRPO or PPO (verl's V1 trainer, which restores its data-loader state unguarded) continued from a
+    checkpoint at an epoch's last step: the continued run logs the step after it first and reaches the last step
+    verl planned (verl#5725's symptom was 0 new steps). Nothing is adjusted: the catalog declares no data state
+    for main_ppo, whose step loop starts a new pass of the data loader when one ends."""
+    case.ensure_cluster()
+    case.wait_jobs_idle()
+    first, second = Job(case, stamp(workload + "e1")), Job(case, stamp(workload + "e2"))
+    for job, extra, epochs in ((first, [], 1), (second, ["-e", "resume_from=" + first.id], 2)):
+        run = case.play("submit.yml", ["-e", "workload=" + workload, "-e", "submission_id=" + job.id] + extra
+                        + extra_vars(trainer_overrides=dict(RL_EPOCH, **{"trainer.total_epochs": epochs}),
+                                     max_restarts=0), label="%s %d epoch(s)" % (workload, epochs))
+        case.check(run.rc == 0, "%s rc=%s" % (job.id, run.rc))
+    planned = 2 * RL_EPOCH["data.train_max_samples"] // int(_rl_batch(second))
+    boundary = RL_EPOCH["data.train_max_samples"] // int(_rl_batch(first))
+    steps = sorted(metrics(second.dir))
+    resumed = (read_json(os.path.join(second.dir, "config", "job_spec.json")) or {}).get("resume_from") or {}
+    case.check(resumed.get("step") == boundary and not resumed.get("adjusted"),
+               "%s resume_from step %s adjusted %s, expected step %d as saved" % (
+                   second.id, resumed.get("step"), resumed.get("adjusted"), boundary))
+    case.check(steps and steps[0] == boundary + 1 and steps[-1] == planned,
+               "%s logged steps %s, expected %d..%d" % (second.id, steps, boundary + 1, planned))
+    case.note("%s continued from step %d (an epoch's last step) and trained to step %d of %d" % (
+        second.id, boundary, steps[-1] if steps else 0, planned))
+
+
+def _rl_batch(job):
+    """data.train_batch_size of an RL job (its spec)."""
+    spec = read_json(os.path.join(job.dir, "config", "job_spec.json")) or {}
+    return spec["trainer_overrides"]["data.train_batch_size"]
+
+
 CASES = [
     ("killed driver worker, corrupt newest", "heals, continues from the checkpoint before the corrupted one "
      "as <id>-r1 at its step + 1 (the waiting play follows it there, then is killed), ends with the uninterrupted "
      "run's last step and train/loss",
      case_killed_driver_worker_corrupt),
+    ("every epoch", "save_freq 8 of 8-step epochs, a worker killed right after the step-16 checkpoint: continues "
+     "from it without its data-loader state (verl#7401) and ends at step 24 like the uninterrupted run",
+     case_every_epoch),
+    ("after each epoch", "the same with verl's save_freq after_each_epoch",
+     lambda case: case_every_epoch(case, "after_each_epoch")),
+    ("grpo epoch boundary", "GRPO continued from a checkpoint at an epoch's last step reaches its planned last step",
+     lambda case: case_rl_epoch_boundary(case, "grpo")),
+    ("ppo epoch boundary", "the same for PPO (critic)", lambda case: case_rl_epoch_boundary(case, "ppo")),
     ("killed other worker", "heals, continues as <id>-r1, ends like the uninterrupted run", case_killed_other_worker),
     ("submitter killed", "the waiting submit.yml killed (SIGKILL), then the other worker: the job controller alone "
      "continues the run as <id>-r1; it ends like the uninterrupted run", case_submitter_killed),

@@ -46,6 +46,16 @@ def test_wrong_type_is_named(config_dir, overrides_of):
     assert len(errors) == 1 and "'trainer.total_epochs' expects int" in errors[0]
 
 
+def test_verls_sft_word_for_a_checkpoint_every_epoch_fits_and_another_word_does_not(config_dir, overrides_of):
+    # sft_trainer_ray.py reads save_freq "after_each_epoch" as one epoch's steps; its YAML default is a number
+    name, good = overrides_of("sft", trainer_overrides={"trainer.save_freq": "after_each_epoch"})
+    assert "trainer.save_freq=after_each_epoch" in good
+    assert validate_overrides(config_dir, name, good) == []
+    bad = [o.replace("after_each_epoch", "every_epoch") for o in good]
+    (error,) = validate_overrides(config_dir, name, bad)
+    assert "'trainer.save_freq' expects int" in error
+
+
 def test_reward_function_path_reaches_the_custom_reward_override(config_dir, overrides_of):
     name, overrides = overrides_of("grpo", reward_fn_path="/private/user/code/reward.py")
     # verl 0.9.1 reads reward.custom_reward_function (the top-level key is a legacy alias)
