@@ -51,15 +51,42 @@ def with_ray_on_path(env, ray):
     return dict(env, PATH=os.pathsep.join([folder] + parts))
 
 
-def head_start_env(gcs_storage_path="", profiling=False):
+HEALTH_CHECK_KEYS = ("period_ms", "timeout_ms", "failure_threshold")
+"""The head GCS's health checks of the nodes that can be set (Ray's ``RayConfig`` ``health_check_<key>``, read from
+``RAY_health_check_<key>``; Ray's defaults 3000 ms, 10000 ms and 5: a lost node is declared dead about 30 s after
+it went, and only then do its jobs fail)."""
+
+
+def health_check_env(health_check):
+    """``RAY_health_check_*`` variables for the head's GCS from a ``{period_ms, timeout_ms, failure_threshold}`` dict.
+
+    :param health_check: dict or None; a missing or null key keeps Ray's default.
+    :returns: dict str -> str.
+    :raises ValueError: for an unknown key or a value that is not a whole number >= 1 (the message names it).
+    """
+    env = {}
+    for key, value in (health_check or {}).items():
+        if key not in HEALTH_CHECK_KEYS:
+            raise ValueError("health_check.%s is not one of %s" % (key, ", ".join(HEALTH_CHECK_KEYS)))
+        if value is None:
+            continue
+        if isinstance(value, bool) or not str(value).isdigit() or int(value) < 1:
+            raise ValueError("health_check.%s must be a whole number >= 1, got %r" % (key, value))
+        env["RAY_health_check_%s" % key] = str(int(value))
+    return env
+
+
+def head_start_env(gcs_storage_path="", profiling=False, health_check=None):
     """Environment variables the head's ``ray start`` needs besides the node's own.
 
     :param gcs_storage_path: str, folder where the GCS keeps its tables (RocksDB); '' keeps them in memory.
     :param profiling: bool, let the dashboard serve the stacks of Ray's processes (``/worker/traceback``).
+    :param health_check: dict or None, the GCS's health checks of the nodes (:func:`health_check_env`).
     :returns: dict str -> str (``RAY_gcs_storage``, ``RAY_gcs_storage_path``,
-        ``RAY_DASHBOARD_ENABLE_PROFILING``, each only when asked for).
+        ``RAY_DASHBOARD_ENABLE_PROFILING``, ``RAY_health_check_*``, each only when asked for).
+    :raises ValueError: for a bad ``health_check``.
     """
-    env = {}
+    env = health_check_env(health_check)
     if gcs_storage_path:
         env.update(RAY_gcs_storage="rocksdb", RAY_gcs_storage_path=str(gcs_storage_path))
     if profiling:
@@ -162,7 +189,7 @@ def node_settings(kind, options):
         of variables added to Ray's environment - the auth settings and the secrets), ``temp_dir``,
         ``timeout`` (seconds one start may take), ``attempts`` and ``retry_delay`` (seconds).
         Head: ``gcs_port``, ``dashboard_host``, ``dashboard_port``, ``gcs_storage_path`` ('' - in
-        memory), ``profiling`` (bool). Worker: ``gcs_address`` (``host:port`` of the head),
+        memory), ``profiling`` (bool), ``health_check`` (dict, :func:`health_check_env`). Worker: ``gcs_address`` (``host:port`` of the head),
         ``resources`` (dict), ``num_gpus``, ``num_cpus`` ('' - Ray counts), ``route_env`` (bool) and
         ``socket_ifname`` ('' - the route's interface).
     :returns: dict with ``kind``, ``argv`` (``ray start``; for a worker without
@@ -185,7 +212,7 @@ def node_settings(kind, options):
             settings["argv"] = head_start_argv(options["ray"], options["gcs_port"], options["dashboard_host"],
                                                options["dashboard_port"], extra)
             storage = str(options.get("gcs_storage_path") or "")
-            env.update(head_start_env(storage, bool(options.get("profiling"))))
+            env.update(head_start_env(storage, bool(options.get("profiling")), options.get("health_check")))
             if storage:
                 settings["makedirs"].append(storage)
         else:

@@ -106,6 +106,13 @@ options:
         (within Ray's C(gcs_rpc_server_reconnect_timeout_s)). Created when missing.
       - Empty - the GCS keeps everything in memory (lost when the head restarts).
     type: path
+  health_check:
+    description:
+      - The GCS's health checks of the nodes, passed as C(RAY_health_check_<key>) (module_utils
+        C(mvp_ray_start.health_check_env)) - C(period_ms) between two checks, C(timeout_ms) to answer one,
+        C(failure_threshold) failed checks in a row before a node is declared dead; a missing or null key keeps
+        Ray's own value (3000, 10000, 5). Only when this call starts the head.
+    type: dict
 author: MVP project (@mvp)
 """
 
@@ -271,6 +278,7 @@ def main():
             resource=dict(type="str", default="worker_node"),
             temp_dir=dict(type="path", default="/tmp/ray"),
             gcs_storage_path=dict(type="path"),
+            health_check=dict(type="dict"),
             start=dict(type="bool", default=True),
             workers=dict(type="int", default=0),
             status_path=dict(type="path"),
@@ -311,7 +319,10 @@ def main():
     env = with_ray_on_path(os.environ, params["ray"])
     if params["gcs_storage_path"]:
         os.makedirs(params["gcs_storage_path"], exist_ok=True)
-    env.update(head_start_env(params["gcs_storage_path"] or ""))
+    try:
+        env.update(head_start_env(params["gcs_storage_path"] or "", health_check=params["health_check"]))
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     except OSError as exc:

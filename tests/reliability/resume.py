@@ -225,6 +225,7 @@ def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=N
                         raise CaseFailed("no step of %s before submit.yml ended" % nxt.id)
                     time.sleep(0.5)
                 facts.setdefault("fault_to_step_s", []).append(round(time.time() - facts["kills"][-1]["at"], 1))
+                facts.setdefault("first_step_at", []).append(time.time())
                 attempts.append(nxt)
                 if nobody == "submitter later" and proc.poll() is None:
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -278,6 +279,7 @@ def check_continued(case, run, attempts, facts, expected_base, cause="node_lost"
                "final train/loss %s, the uninterrupted run's %s" % (loss, base_loss))
     case.note("final train/loss %s = uninterrupted %s at step %d" % (loss, base_loss, base_last))
     case.seconds.setdefault("fault_to_first_new_step_s", []).extend(facts.get("fault_to_step_s", []))
+    record_phases(case, attempts, facts)
     check_one_mlflow_run(case, attempts, base_last, base_loss)
 
 
@@ -308,6 +310,30 @@ def check_epoch_boundary(case, prev, nxt, resumed, step):
     else:
         case.check(issues == [], "%s: step %d is not an epoch's last step, but the resume was adjusted: %s" % (
             nxt.id, step, issues))
+
+
+PHASES = ("ray_notice_s", "verdict_s", "heal_s", "start_s", "verl_start_s")
+"""The phases of a lost node's recovery, in order (docs/benchmarks.md): the fault to Ray ending the attempt (its
+health checks declare the node dead), to the job controller's decision (the attempt recorded and judged), the heal,
+the next attempt's checks and submission until placed, and verl's start-up to the first new step."""
+
+
+def record_phases(case, attempts, facts):
+    """Add each restart's phases (seconds, :data:`PHASES`) to the case's figures, from the runs' own records:
+    the fault's time (this suite), Ray's end of the attempt (``logs/status.json`` ``end_time``), the controller's
+    ``logs/continued.json`` (decided_at, heal_s, start_s, started_at) and the first new step's time (seen here)."""
+    for index, (prev, _nxt) in enumerate(zip(attempts, attempts[1:])):
+        kills, seen = facts.get("kills") or [], facts.get("first_step_at") or []
+        status = read_json(os.path.join(prev.dir, "logs", "status.json")) or {}
+        cont = read_json(os.path.join(prev.dir, "logs", "continued.json")) or {}
+        if index >= len(kills) or index >= len(seen) or not status.get("end_time") or not cont:
+            continue
+        ended = status["end_time"] / 1000.0
+        phases = {"ray_notice_s": ended - kills[index]["at"], "verdict_s": cont["decided_at"] - ended,
+                  "heal_s": cont["heal_s"], "start_s": cont["start_s"], "verl_start_s": seen[index] - cont["started_at"]}
+        for name in PHASES:
+            case.seconds.setdefault(name, []).append(round(phases[name], 1))
+        case.note("phases: " + ", ".join("%s %.1f" % (name, phases[name]) for name in PHASES))
 
 
 def check_progress(case, run, first, nxt=None):

@@ -24,6 +24,22 @@ def test_head_env_only_holds_what_was_asked_for():
                                              "RAY_DASHBOARD_ENABLE_PROFILING": "1"}
 
 
+def test_the_heads_health_checks_reach_rays_config_variables():
+    # each key becomes RAY_health_check_<key> (Ray's RayConfig reads them); a null key keeps Ray's own value
+    env = head_start_env(health_check={"period_ms": 1000, "timeout_ms": 2000, "failure_threshold": None})
+    assert env == {"RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "2000"}
+    settings = node_settings("head", {"ray": "/r/ray", "gcs_port": 6379, "dashboard_host": "0.0.0.0",
+                                      "dashboard_port": 8265, "health_check": {"failure_threshold": 3}})
+    assert settings["env"]["RAY_health_check_failure_threshold"] == "3"
+
+
+@pytest.mark.parametrize("bad, named", [({"period": 1}, "health_check.period"), ({"timeout_ms": 0}, "timeout_ms"),
+                                        ({"period_ms": "1s"}, "period_ms"), ({"period_ms": True}, "period_ms")])
+def test_a_bad_health_check_is_refused_naming_the_key(bad, named):
+    with pytest.raises(ValueError, match=named):
+        head_start_env(health_check=bad)
+
+
 def test_worker_argv_carries_resources_gpus_cpus_and_node_ip_only_when_given():
     resources = {"worker_node": 100, "a": 1}
     argv = worker_start_argv("/r/ray", "h:6379", resources, 2)
