@@ -15,7 +15,7 @@ baseline run's metrics), never from the code under test:
   tracker file covers, after the fault (computed here by listing the folder);
 * the first step of ``-r1`` = that N + 1; its last step and final loss = the baseline's.
 
-Cases: "killed driver worker, corrupt newest" (CI; checkpoints at every epoch's end), "every epoch" and
+Cases: "killed driver worker, corrupt newest" (CI; continued from an epoch's last step), "every epoch" and
 "after each epoch" (a checkpoint at each epoch's end, continued from one: verl#7401), "grpo epoch boundary" and
 "ppo epoch boundary" (verl's V1 trainer continued from an epoch's last step), "killed other worker", "killed head" (CI; nobody
 acting, the run's supervisor heals it), "site.yml restarts a run" (refused, then mvp_running_jobs=restart),
@@ -46,6 +46,9 @@ OVERRIDES = {"trainer.save_freq": 2}
 # 3 epochs of the 64-row sample (8 steps each) with a checkpoint at every epoch's end, as most users save
 # (verl's after_each_epoch): a fault right after the step-16 checkpoint continues from an epoch's last step.
 EPOCHS = {"trainer.total_epochs": 3, "trainer.save_freq": 8}
+# 2 epochs with the local inventory's own trainer.save_freq (4, dividing the 8-step epoch): checkpoints at 4, 8 (an
+# epoch's last step), 12 and 16.
+TWO_EPOCHS = {"trainer.total_epochs": 2}
 # A watchdog bound far above a heal: these cases test restarts after a lost node, not hangs.
 WATCHDOG = {"first_step_s": 600, "floor_s": 300, "factor": 5}
 # Steps logged before the fault (checkpoints at 2 and 4 exist by then).
@@ -379,15 +382,15 @@ def check_one_mlflow_run(case, attempts, last_step, last_loss):
 
 
 def case_killed_driver_worker_corrupt(case):
-    """The driver's worker dies right after the checkpoint of step 16 (3 epochs of 8 steps, a checkpoint every
-    epoch) and that checkpoint lost a shard: the one before, step 8 - also an epoch's last step - is used, and
-    said, without its data-loader state (verl#7401). The waiting play follows the run into its next attempt and
-    is then killed (SIGKILL): the job controller alone ends the run, like the uninterrupted one."""
-    base = baseline(case, EPOCHS, stamp("base-epochs"), "epochs_baseline")
-    # Three checkpoints kept, as in every case that corrupts one: one is left after the newest is corrupted.
+    """The driver's worker dies right after the checkpoint of step 12 (2 epochs of 8 steps, the local inventory's
+    checkpoint every 4 steps) and that checkpoint lost a shard: the one before, step 8 - an epoch's last step - is
+    used, and said, without its data-loader state (verl#7401). The waiting play follows the run into its next
+    attempt and is then killed (SIGKILL): the job controller alone ends the run, like the uninterrupted one."""
+    base = baseline(case, TWO_EPOCHS, stamp("base-two"), "two_epochs_baseline")
+    # Three checkpoints kept: one is left after the newest is corrupted.
     run, attempts, facts = run_with_kills(case, "drv", 1, ["driver"], corrupt=True,
-                                          overrides=dict(EPOCHS, **{"trainer.max_ckpt_to_keep": 3}), progress=True,
-                                          nobody="submitter later", kill_at_checkpoint=16)
+                                          overrides=dict(TWO_EPOCHS, **{"trainer.max_ckpt_to_keep": 3}), progress=True,
+                                          nobody="submitter later", kill_at_checkpoint=12)
     check_continued(case, run, attempts, facts, base)
     check_progress(case, facts["play"], attempts[0], attempts[1] if len(attempts) > 1 else None)
     if len(attempts) > 1:
