@@ -78,7 +78,7 @@ bench-queue: setup engine ## Seconds from a job's end to the next queued job's t
 	ansible-playbook site.yml
 	python tests/reliability/jobqueue.py --inventory inventories/local --host-shared /srv/mvp/private --only "shared cluster" preempted --seconds-out bench/results/queue.json
 
-bench-resume: setup engine ## Seconds from a lost node to the next attempt's first step, steps lost (bench/resume.py)
+bench-resume: setup engine ## A lost worker: each phase to the next attempt's first step, median of 3, beside the raw scripts' manual recovery; steps lost (bench/resume.py)
 	ansible-playbook site.yml
 	python bench/resume.py
 

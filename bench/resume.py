@@ -92,9 +92,10 @@ def raw_recovery(cluster, index):
     overrides += ["trainer.default_local_dir=%s/checkpoints" % out, "hydra.run.dir=%s/hydra" % out,
                   "trainer.logger=[console,file]", "trainer.resume_mode=resume_path",
                   "trainer.resume_from_path=%s/checkpoints/global_step_%d" % (spec["job_dir"], RAW_KILL_AT)]
-    env = {"PYTHONPATH": spec["code_path"], "RAY_ADDRESS": "auto", "VERL_FILE_LOGGER_PATH": out + "/metrics.jsonl"}
+    # verl's file logger where resume.metrics reads it (<folder>/logs/metrics.jsonl)
+    env = {"PYTHONPATH": spec["code_path"], "RAY_ADDRESS": "auto", "VERL_FILE_LOGGER_PATH": out + "/logs/metrics.jsonl"}
     entry = "%s -u -m verl.trainer.sft_trainer_ray %s" % (cluster.python, " ".join(shlex.quote(o) for o in overrides))
-    submit = ("mkdir -p %s && RAY_AUTH_TOKEN_PATH=%s %s/ray job submit --address %s --submission-id %s "
+    submit = ("mkdir -p %s/logs && RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH=%s %s/ray job submit --address %s --submission-id %s "
               "--entrypoint-num-cpus 1 --entrypoint-resources '{\"worker_node\": 1}' --runtime-env-json %s --no-wait "
               "-- %s" % (out, cluster.token_path, os.path.dirname(cluster.python), cluster.address, job.id + "-raw",
                          shlex.quote(json.dumps({"env_vars": env})), entry))
@@ -148,7 +149,11 @@ def main():
         from faults import Cluster
         cluster = Cluster(args.inventory, args.host_shared)
         for index in range(args.raw):
-            raw.append(raw_recovery(cluster, index))
+            try:
+                raw.append(raw_recovery(cluster, index))
+            except (RuntimeError, subprocess.CalledProcessError) as exc:
+                code = 1
+                raw.append({"error": "%s%s" % (exc, (": " + exc.stderr[-500:]) if getattr(exc, "stderr", None) else "")})
     measured = medians(runs)
     result = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
               "cases": args.only, "repeat": args.repeat, "suite_rc": code, "suite_s": round(time.time() - started, 1),
