@@ -60,6 +60,8 @@ import functools
 import os
 import re
 
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import AFTER_EACH_EPOCH
+
 # annotation names -> kinds (the last dotted component is looked at: typing.Optional, omegaconf.DictConfig)
 _SCALARS = {"int": "int", "float": "float", "str": "str", "bool": "bool", "bytes": "str"}
 _LISTS = {"list", "List", "tuple", "Tuple", "Sequence", "MutableSequence", "set", "Set", "frozenset",
@@ -395,7 +397,7 @@ def config_yaml(config):
     return yaml.safe_dump(plain, default_flow_style=False, sort_keys=False)
 
 
-CODE_WORDS = {"trainer.save_freq": ("after_each_epoch",), "trainer.test_freq": ("after_each_epoch",)}
+CODE_WORDS = {"trainer.save_freq": (AFTER_EACH_EPOCH,), "trainer.test_freq": (AFTER_EACH_EPOCH,)}
 """Words verl's trainers read in a key whose YAML default is a number (``sft_trainer_ray.py``: ``after_each_epoch``
 is one epoch's steps); accepted by the YAML-default rule. main_ppo reads numbers only: the request's own rule
 (mvp_request, the catalog's ``save_freq_words``) refuses the word for its workloads."""

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import ast
 import fnmatch
-import os
 import posixpath
 import re
 
@@ -40,42 +39,20 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import job_file
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_progress import planned_from_log
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import read_resolved_config
 
+# verl's known resume bugs for the supported releases, and what the project does about each: the table of
+# docs/jobs.md ("verl's known resume bugs") says what goes wrong, where, and which test shows it; a unit test keeps
+# the two alike. ``action``: worked around, refused before submission, not affected or not reachable.
 KNOWN_BUGS = (
-    {"issue": "verl#7401", "url": "https://github.com/verl-project/verl/issues/7401",
-     "title": "SFT resumed from a checkpoint at an epoch's last step skips the next epoch and exits 0",
-     "trainers": "sft_trainer_ray, sft_trainer (CheckpointHandler)", "releases": "0.9.0, 0.9.1 (open)",
-     "action": "worked around", "test": "resume.py 'every epoch' cases; test_mvp_resume.py"},
-    {"issue": "verl#5725", "url": "https://github.com/verl-project/verl/pull/5725",
-     "title": "PPO resumed at an epoch boundary trains 0 steps (fixed in the legacy trainer)",
-     "trainers": "main_ppo with trainer.use_v1=false (ray_trainer.py)", "releases": "fixed before 0.9.0",
-     "action": "not affected", "test": "resume.py 'grpo epoch boundary'"},
+    {"issue": "verl#7401", "url": "https://github.com/verl-project/verl/issues/7401", "action": "worked around"},
+    {"issue": "verl#5725", "url": "https://github.com/verl-project/verl/pull/5725", "action": "not affected"},
     {"issue": "verl#7952", "url": "https://github.com/verl-project/verl/issues/7952",
-     "title": "async_save on FSDP never writes latest_checkpointed_iteration.txt",
-     "trainers": "main_ppo (both trainers), FSDP/FSDP2 strategies", "releases": "0.9.0, 0.9.1 (open)",
-     "action": "refused before submission", "test": "test_mvp_verl_rules.py"},
-    {"issue": "verl#7933", "url": "https://github.com/verl-project/verl/issues/7933",
-     "title": "the fully-async trainer counts the first step after a resume twice",
-     "trainers": "verl.experimental.fully_async_policy", "releases": "0.9.0, 0.9.1",
-     "action": "not reachable", "test": ""},
-    {"issue": "verl#7759", "url": "https://github.com/verl-project/verl/issues/7759",
-     "title": "V1's asynchronous modes re-issue warm-up batches after a resume and skip prompts",
-     "trainers": "main_ppo with trainer.v1.trainer_mode other than sync", "releases": "0.9.0 (fixed in 0.9.1)",
-     "action": "not reachable", "test": ""},
-    {"issue": "verl#7395", "url": "https://github.com/verl-project/verl/issues/7395",
-     "title": "with keep-last-k, the checkpoint a run resumed from is never deleted",
-     "trainers": "every trainer", "releases": "0.9.0, 0.9.1",
-     "action": "not affected", "test": "test_mvp_jobspec.py"},
+     "action": "refused before submission"},
+    {"issue": "verl#7933", "url": "https://github.com/verl-project/verl/issues/7933", "action": "not reachable"},
+    {"issue": "verl#7759", "url": "https://github.com/verl-project/verl/issues/7759", "action": "not reachable"},
+    {"issue": "verl#7395", "url": "https://github.com/verl-project/verl/issues/7395", "action": "not affected"},
 )
-"""verl's known resume bugs for the supported releases: the table docs/jobs.md shows (a unit test compares them).
-
-``action`` is one of ``worked around``, ``refused before submission``, ``warned at submission``,
-``caught by the progress check``, ``not affected`` or ``not reachable``."""
-
-WORKAROUND_ISSUE = "verl#7401"
-VIEW_FOLDER = "config/resume"
-"""The folder of a job directory that holds the checkpoint view the attempt resumes from (``global_step_<N>/``)."""
-
-STEP_DIR_RE = re.compile(r"^global_step_(\d+)\Z")
+WORKED_AROUND = KNOWN_BUGS[0]
+"""The one this module works around (verl#7401): the data-loader state at an epoch's end."""
 
 # A comparison of the resumed step with the epoch length: ``% steps_per_epoch``, ``% len(self.train_dataloader)``
 # (verl#5725 and the proposed fixes of verl#7401), or a name saying so (``at_epoch_boundary``).
@@ -221,14 +198,14 @@ def plan(data_state, checkpoint, epoch, guarded, view_dir):
     restore_file = data_state.get("restore_file")
     if guarded:
         return None, ["the snapshot's %s skips the data loader's state at an epoch boundary (the fix of %s): "
-                      "resumed from the checkpoint as saved" % (restore_file, WORKAROUND_ISSUE)]
+                      "resumed from the checkpoint as saved" % (restore_file, WORKED_AROUND["issue"])]
     if not spe:
         return None, ["cannot tell whether step %d ends an epoch (%s): resumed from the checkpoint as saved; "
                       "if it does, verl may skip the next epoch (%s), which the progress check reports as "
-                      "short_training" % (step, (epoch or {}).get("how") or "no epoch length", WORKAROUND_ISSUE)]
+                      "short_training" % (step, (epoch or {}).get("how") or "no epoch length", WORKED_AROUND["issue"])]
     if step % spe:
         return None, []
-    bug = KNOWN_BUGS[0]
+    bug = WORKED_AROUND
     view = posixpath.join(view_dir, "global_step_%d" % step)
     links = {posixpath.join(view, name): posixpath.relpath(posixpath.join(path, name), view)
              for name in sorted(checkpoint.get("entries") or []) if name not in state}
@@ -243,11 +220,3 @@ def plan(data_state, checkpoint, epoch, guarded, view_dir):
     return ({"issue": bug["issue"], "url": bug["url"], "what": what, "why": why, "left_out": state,
              "loaded_from": view, "links": links},
             ["%s: %s" % (bug["issue"], what)])
-
-
-def checkpoint_entries(folder):
-    """The entries of a checkpoint folder (sorted names; [] when it cannot be listed)."""
-    try:
-        return sorted(os.listdir(folder))
-    except OSError:
-        return []
