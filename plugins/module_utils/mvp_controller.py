@@ -115,7 +115,8 @@ def load_config(path):
     ``pending_timeout_s`` (600: seconds an attempt may stay PENDING in Ray), ``pg_pending_timeout_s`` (180:
     seconds a placement group no node can hold may stay PENDING), ``preempt_grace_s`` (600: seconds a preempted run
     may train on waiting for its next complete checkpoint; 0 stops it at once), ``expect_workers`` (int),
-    ``worker_resource`` (str), ``host_key_checking`` (bool, true), ``env`` (dict str -> str passed to every
+    ``worker_resource`` (str), ``workers`` (list of str: the worker containers on a docker host, [] elsewhere;
+    a worker whose container exited stops the attempts on its node at once), ``host_key_checking`` (bool, true), ``env`` (dict str -> str passed to every
     playbook: the inventory's secrets from the environment, never logged), ``playbooks`` (dict: ``heal``,
     ``record``, ``submit``).
 
@@ -135,7 +136,7 @@ def load_config(path):
                           % (path, ", ".join(missing)))
     defaults = {"poll_s": 10.0, "restart_causes": "retryable", "heal_timeout_s": 900, "heal_delay_s": 10,
                 "pending_timeout_s": 600, "pg_pending_timeout_s": 180, "preempt_grace_s": 600, "expect_workers": 1,
-                "worker_resource": "worker_node", "host_key_checking": True, "env": {}, "ray_auth_token": "",
+                "worker_resource": "worker_node", "workers": [], "host_key_checking": True, "env": {}, "ray_auth_token": "",
                 "playbooks": {}}
     for key, value in defaults.items():
         config.setdefault(key, value)
@@ -392,6 +393,10 @@ class Controller(object):
             self.say("the head's Jobs API refused the job list (%s); trying again next pass" % exc)
             return runs
         self.head_lost_since = None
+        try:
+            self.stop_on_lost_workers(runs, table, jobs_api, state_api, address)
+        except (RayUnreachable, RayHttpError) as exc:
+            self.say("the look at the workers' containers could not read the cluster (%s); trying again next pass" % exc)
         for run in runs:
             try:
                 self.step(run, table, jobs_api, state_api, address)
@@ -432,6 +437,99 @@ class Controller(object):
             self.check_pending(current, job, jobs_api)
         elif status == "RUNNING":
             self.check_placement(current, job, jobs_api, state_api, address)
+
+    # -- a worker's container exited (docker hosts) --------------------------------------------------------------
+
+    def worker_containers(self):
+        """What the Docker engine says about the worker containers of ``config["workers"]``.
+
+        :returns: tuple ``(down, up_ips)``: ``down`` dict container name -> str (the fact: "exited (exit code 137,
+            finished at ...)" or "gone"), ``up_ips`` set of str (the network addresses of the running ones); ``({},
+            None)`` when no worker container is configured or the engine does not answer (Ray's own health checks
+            then decide, as on a host without Docker).
+        """
+        names = self.config.get("workers") or []
+        if not names or self.docker is None:
+            return {}, None
+        import docker.errors  # pylint: disable=import-outside-toplevel
+        down, up_ips = {}, set()
+        try:
+            client = self.docker()
+            for name in names:
+                try:
+                    container = client.containers.get(name)
+                except docker.errors.NotFound:
+                    down[name] = "gone"
+                    continue
+                if container.status != "running":
+                    state = container.attrs.get("State") or {}
+                    down[name] = "%s (exit code %s, finished at %s)" % (
+                        container.status, state.get("ExitCode"), state.get("FinishedAt") or "?")
+                    continue
+                networks = container.attrs.get("NetworkSettings", {}).get("Networks", {})
+                up_ips.update(n.get("IPAddress") for n in networks.values() if n.get("IPAddress"))
+        except docker.errors.DockerException as exc:
+            self.say("the Docker engine did not answer about the workers' containers (%s): Ray's health checks "
+                     "decide" % exc)
+            return {}, None
+        return down, up_ips
+
+    def stop_on_lost_workers(self, runs, table, jobs_api, state_api, address):
+        """Stop at once each running attempt that holds a node whose worker container exited (cause ``node_lost``).
+
+        On a docker host the engine says within a pass that a worker's container exited; Ray's health checks take
+        ``ray_head_health_check`` periods more (18 s here) to declare its node dead and end the attempt. A node is
+        lost when Ray lists it ALIVE, it offers the worker resource, and no running worker container has its
+        address while a worker container is down; an attempt holds it when its driver or a bundle of a placement
+        group it made is there (Ray's state API). The attempt's ``logs/stopped_by.json`` (cause ``node_lost``, the
+        container's state as evidence) is written before Ray's stop, so its verdict says why
+        (``mvp_verdict``) and the restart decision continues it like any lost node.
+        """
+        current = {}
+        for run in runs:
+            state = run_state(self.config, run)
+            sid = state["current"]
+            if state["ended"] or state["next"] or status_name((table.get(sid) or {}).get("status")) != "RUNNING":
+                continue
+            if not os.path.exists(attempt_file(self.config, sid, "stopped_by")):
+                current[sid] = table[sid]
+        if not current:
+            return
+        down, up_ips = self.worker_containers()
+        if not down:
+            return
+        resource = self.config["worker_resource"]
+        lost = {n["node_id"]: n for n in list_nodes(state_api, address)
+                if n.get("state") == "ALIVE" and not n.get("is_head_node")
+                and (n.get("resources_total") or {}).get(resource) and n.get("node_ip") not in up_ips}
+        if not lost:
+            return  # Ray knows already: it ends the attempts itself
+        groups = list_placement_groups(state_api, address)
+        for sid, job in sorted(current.items()):
+            held = {job.get("driver_node_id")} | {
+                bundle.get("node_id") for group in groups
+                if job.get("job_id") and group.get("creator_job_id") == job["job_id"] and group.get("state") != "REMOVED"
+                for bundle in group.get("bundles") or []}
+            hit = [lost[node] for node in sorted(held) if node in lost]
+            if hit:
+                self.stop_node_lost(sid, hit, down, jobs_api)
+
+    def stop_node_lost(self, sid, nodes, down, jobs_api):
+        """Stop an attempt that lost a worker: its ``logs/stopped_by.json`` (cause ``node_lost``) first, then Ray's stop.
+
+        :param nodes: list of node dicts (``mvp_ray.node_to_dict``) the attempt held that have no running container.
+        :param down: dict container name -> its state (:meth:`worker_containers`).
+        """
+        now = self.clock()
+        ips = ", ".join(n.get("node_ip") or "?" for n in nodes)
+        containers = "; ".join("%s %s" % (name, why) for name, why in sorted(down.items()))
+        note = {"by": "the job controller %s" % self.config["name"], "cause": "node_lost",
+                "why": "the worker container(s) %s; Ray still listed the node(s) %s it ran on ALIVE" % (containers, ips),
+                "nodes": [{"node_id": n.get("node_id"), "node_ip": n.get("node_ip")} for n in nodes],
+                "containers": dict(down), "at": _stamp(now), "at_s": now, "status_before": "running"}
+        _write_json(attempt_file(self.config, sid, "stopped_by"), note)
+        self.say("%s: stopped: it lost a worker (%s)" % (sid, note["why"]))
+        jobs_api.stop_job(sid)
 
     # -- deadlines ---------------------------------------------------------------------------------------------
 
@@ -727,14 +825,20 @@ class Controller(object):
         return False
 
     def workers_alive(self):
-        """How many ALIVE workers (nodes offering the worker resource) the head sees; 0 when it does not answer."""
+        """How many ALIVE workers (nodes offering the worker resource) the head sees; 0 when it does not answer.
+
+        On a docker host with a worker container down, a node counts only when a running worker container has its
+        address (Ray lists a killed container's node ALIVE until its health checks fail).
+        """
         try:
             _jobs, state_api, address = self.clients()
             nodes = list_nodes(state_api, address)
         except (HeadLost, RayUnreachable, RayHttpError):
             return 0
         resource = self.config["worker_resource"]
-        return sum(1 for n in nodes if n.get("state") == "ALIVE" and (n.get("resources_total") or {}).get(resource))
+        down, up_ips = self.worker_containers()
+        return sum(1 for n in nodes if n.get("state") == "ALIVE" and (n.get("resources_total") or {}).get(resource)
+                   and (not down or n.get("node_ip") in up_ips))
 
     def head_lost(self, runs, why):
         """The head does not answer: heal the cluster (the runs' attempts are judged once it answers again)."""

@@ -19,7 +19,8 @@ Inputs come from where Ray and verl put them, never from guesses:
   table (``list_actors``: ``death_cause``), as plain dicts;
 * the watchdog's record (``logs/watchdog.json``).
 
-Causes (the fixed vocabulary, ``CAUSES``): ``node_lost``, ``head_lost`` (the Ray head that ran the job
+Causes (the fixed vocabulary, ``CAUSES``): ``node_lost`` (Ray declared a node of the job dead, or the job controller
+saw a worker's container exit and stopped the job first: ``logs/stopped_by.json`` with cause ``node_lost``), ``head_lost`` (the Ray head that ran the job
 was lost with its job table - status ``LOST`` - before the job ended; judged from the job directory
 alone), ``host_oom``, ``device_oom``,
 ``collective`` (NCCL/Gloo timeout or abort), ``hang`` (the watchdog), ``busy`` (the resources the
@@ -469,6 +470,14 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
             stopped_by.get("at"), trained, stopped_by.get("why") or "stopped for a job of a higher priority"),
             [{"file": FILES["stopped_by"], "text": json.dumps(stopped_by, sort_keys=True)},
              {"source": "ray job", "text": message or "STOPPED"}])
+    if status == "STOPPED" and (stopped_by or {}).get("cause") == "node_lost":
+        # The job controller saw a worker's container exit and stopped the attempt before Ray's health checks did.
+        dead = dead_nodes_during(nodes, start_ms, end_ms)
+        return done("failed", "node_lost", "node lost: %s while the job ran (stopped by %s at %s); it %s" % (
+            stopped_by.get("why") or "a worker's container exited", stopped_by.get("by"), stopped_by.get("at"), trained),
+            [{"file": FILES["stopped_by"], "text": json.dumps(stopped_by, sort_keys=True)}]
+            + [{"source": "ray list nodes", "text": _node_text(n)} for n in dead]
+            + [{"source": "ray job", "text": message or "STOPPED"}])
     if status == "STOPPED" or (never_started and any(GATE_STOPPED_RE.match(t) for t in lines)):
         who = ("by %s at %s%s" % (stopped_by.get("by"), stopped_by.get("at"),
                                   " (%s)" % stopped_by["why"] if stopped_by.get("why") else "") if stopped_by

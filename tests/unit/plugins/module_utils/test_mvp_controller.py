@@ -423,3 +423,84 @@ def test_a_restarted_controller_goes_on_with_a_preemption_it_decided_from_the_fi
     again.tick()
     assert fake_ray.called("stop_job") == [RUN]
     assert read(mvp_controller.attempt_file(config, RUN, "stopped_by"))["preempted_by"] == high
+
+
+class FakeContainer(object):
+    """A container as the Docker SDK's ``containers.get`` returns it: ``status`` and ``attrs``."""
+
+    def __init__(self, status, ip="", exit_code=0):
+        self.status = status
+        self.attrs = {"State": {"ExitCode": exit_code, "FinishedAt": "2026-11-28T21:00:00Z"},
+                      "NetworkSettings": {"Networks": {"mvp-ray-net": {"IPAddress": ip}}}}
+
+
+class FakeDocker(object):
+    """The Docker engine's answers about containers by name (a missing name is ``docker.errors.NotFound``)."""
+
+    def __init__(self, containers):
+        self.by_name = containers
+        self.containers = self
+
+    def get(self, name):
+        import docker.errors  # pylint: disable=import-outside-toplevel
+        if name not in self.by_name:
+            raise docker.errors.NotFound("No such container: %s" % name)
+        return self.by_name[name]
+
+
+def lost_worker_case(config, fake, down="wrk2"):
+    """A running attempt whose placement group has a bundle on each worker (10.0.0.2, 10.0.0.3); the worker
+    container ``down`` exited (killed: exit code 137) while Ray still lists its node ALIVE."""
+    config["workers"] = ["wrk1", "wrk2"]
+    first_attempt(config, fake, "RUNNING")
+    fake.jobs[RUN]["driver_node_id"] = "wrk1"
+    fake.placement_groups = [{
+        "placement_group_id": "pg1", "name": "", "creator_job_id": "01000000", "state": "CREATED",
+        "strategy": "PACK", "bundles": [{"bundle_id": 0, "node_id": "wrk1", "unit_resources": {"CPU": 1.0}},
+                                        {"bundle_id": 1, "node_id": "wrk2", "unit_resources": {"CPU": 1.0}}],
+        "stats": {}}]
+    ips = {"wrk1": "10.0.0.2", "wrk2": "10.0.0.3"}
+    containers = {name: FakeContainer("running", ip) for name, ip in ips.items()}
+    containers[down] = FakeContainer("exited", exit_code=137)
+    return FakeDocker(containers)
+
+
+def test_a_worker_whose_container_exited_stops_its_attempt_at_once_as_node_lost_and_the_run_continues(
+        config, fake_ray):
+    engine = lost_worker_case(config, fake_ray)
+    fake_ray.when_stopped(RUN, "STOPPED")
+    lost = {"verdict": "failed", "cause": "node_lost", "summary": "node lost", "steps": {"last": 4}}
+    playbooks = Playbooks(config, fake_ray, {RUN: lost})
+    ctl = mvp_controller.Controller(config, playbooks, docker=lambda: engine, say=lambda line: None)
+    ctl.tick()
+    # Stopped in the pass that saw the container exited, its note first (Ray still lists 10.0.0.3 ALIVE).
+    assert fake_ray.called("stop_job") == [RUN]
+    note = read(mvp_controller.attempt_file(config, RUN, "stopped_by"))
+    assert note["cause"] == "node_lost" and note["nodes"] == [{"node_id": "wrk2", "node_ip": "10.0.0.3"}]
+    assert "wrk2 exited (exit code 137" in note["why"] and "10.0.0.3" in note["why"]
+    assert note["containers"] == {"wrk2": "exited (exit code 137, finished at 2026-11-28T21:00:00Z)"}
+    # Once Ray says STOPPED: judged, healed although Ray still lists the node ALIVE (its container is down), continued.
+    fake_ray.jobs[RUN]["status"] = type(fake_ray.jobs[RUN]["status"])("STOPPED")
+    ctl.tick()
+    assert playbooks.names() == ["record.yml", "cluster.yml", "submit.yml"]
+    assert len(fake_ray.called("stop_job")) == 1
+
+
+def test_a_running_attempt_is_not_stopped_when_its_nodes_containers_run_or_ray_knows_the_node_dead(
+        config, fake_ray):
+    engine = lost_worker_case(config, fake_ray)
+    # Its bundles and driver are on wrk1 only: the exited wrk2 is not its node.
+    fake_ray.placement_groups[0]["bundles"] = fake_ray.placement_groups[0]["bundles"][:1]
+    ctl = mvp_controller.Controller(config, Playbooks(config, fake_ray, {}), docker=lambda: engine,
+                                    say=lambda line: None)
+    ctl.tick()
+    assert fake_ray.called("stop_job") == [] and not os.path.exists(
+        mvp_controller.attempt_file(config, RUN, "stopped_by"))
+    # Ray already declared wrk2 dead: Ray ends the attempt itself, the controller does not stop it.
+    engine = lost_worker_case(config, fake_ray)
+    for row in fake_ray.nodes:
+        if row["node_id"] == "wrk2":
+            row["state"] = "DEAD"
+    mvp_controller.Controller(config, Playbooks(config, fake_ray, {}), docker=lambda: engine,
+                              say=lambda line: None).tick()
+    assert fake_ray.called("stop_job") == []

@@ -423,3 +423,17 @@ def test_the_shipped_restart_causes_are_the_retryable_causes():
     assert shipped == mvp_restart.ALL_RETRYABLE
     assert mvp_restart.restart_causes(shipped) == tuple(mvp_verdict.RETRYABLE_CAUSES)
     assert set(mvp_verdict.RETRYABLE_CAUSES) <= set(mvp_verdict.CAUSES)
+
+
+def test_a_job_the_controller_stopped_when_its_workers_container_exited_is_node_lost_and_restartable():
+    note = {"by": "the job controller c1", "at": "2026-11-28T21:00:02Z", "cause": "node_lost",
+            "why": "the worker container(s) mvp-ray-worker-1 exited (exit code 137, finished at "
+                   "2026-11-28T21:00:00Z); Ray still listed the node(s) 10.0.0.3 it ran on ALIVE",
+            "nodes": [{"node_id": "wrk2", "node_ip": "10.0.0.3"}]}
+    record = mvp_verdict.classify("STOPPED", log_text=lines(PRECHECK), stopped_by=note)
+    assert (record["verdict"], record["cause"]) == ("failed", "node_lost")
+    assert note["why"] in record["summary"] and "by the job controller c1 at 2026-11-28T21:00:02Z" in record["summary"]
+    assert json.loads(record["evidence"][0]["text"])["nodes"] == note["nodes"]
+    assert "node_lost" in mvp_verdict.RETRYABLE_CAUSES
+    # A stop by a person stays a stop.
+    assert mvp_verdict.classify("STOPPED", log_text=lines(PRECHECK), stopped_by=dict(note, cause=None))["cause"] == "stopped"
