@@ -82,6 +82,9 @@ ENV_DROPPED = ("ANSIBLE_", "AWX_", "RUNNER_", "MOLECULE_", "JOB_ID", "INVENTORY_
 outer ansible-runner's ``ANSIBLE_STDOUT_CALLBACK=awx_display`` and ``ANSIBLE_CALLBACK_PLUGINS`` break the
 inner run (DESIGN.md section 9), and ``ANSIBLE_HOST_KEY_CHECKING`` must be the inventory's, not inherited."""
 
+WORKER_START_S = 30
+"""Seconds the heal gives worker containers it started again to join the cluster before it runs the cluster playbook."""
+
 URGENT_POLL_S = 0.5
 """Seconds between two passes while a preempted run's next checkpoint is awaited (it is stopped right after it)."""
 
@@ -329,6 +332,8 @@ class Controller(object):
         self.runs = []
         self.pass_cache = {}
         self.urgent = False
+        self.workers_started_at = 0.0
+        self.sleep = time.sleep
 
     # -- the head ------------------------------------------------------------------------------------------
 
@@ -504,7 +509,7 @@ class Controller(object):
                 and (n.get("resources_total") or {}).get(resource) and n.get("node_ip") not in up_ips}
         if not lost:
             return  # Ray knows already: it ends the attempts itself
-        groups = list_placement_groups(state_api, address)
+        groups, stopped = list_placement_groups(state_api, address), False
         for sid, job in sorted(current.items()):
             held = {job.get("driver_node_id")} | {
                 bundle.get("node_id") for group in groups
@@ -513,6 +518,33 @@ class Controller(object):
             hit = [lost[node] for node in sorted(held) if node in lost]
             if hit:
                 self.stop_node_lost(sid, hit, down, jobs_api)
+                stopped = True
+        if stopped:
+            self.start_workers(down)
+
+    def start_workers(self, down):
+        """Start again the worker containers of ``down`` that exited (not those that are gone: the heal playbook makes
+        them); their entrypoint runs Ray from the settings the cluster play wrote, as a ``docker start`` by hand would.
+
+        Ray marks the lost node dead as soon as the new raylet registers at the same address (about 5 s here), so the
+        node comes back while the attempt is stopped and judged. Returns the names started (list of str).
+        """
+        if self.docker is None:
+            return []
+        import docker.errors  # pylint: disable=import-outside-toplevel
+        started = []
+        for name, why in sorted(down.items()):
+            if why == "gone":
+                continue
+            try:
+                self.docker().containers.get(name).start()
+                started.append(name)
+            except docker.errors.DockerException as exc:
+                self.say("could not start the worker container %s again (%s): the heal playbook will" % (name, exc))
+        if started:
+            self.workers_started_at = self.clock()
+            self.say("started the worker container(s) %s again" % ", ".join(started))
+        return started
 
     def stop_node_lost(self, sid, nodes, down, jobs_api):
         """Stop an attempt that lost a worker: its ``logs/stopped_by.json`` (cause ``node_lost``) first, then Ray's stop.
@@ -808,9 +840,24 @@ class Controller(object):
         return self.clock() - decided > float(self.config["heal_timeout_s"])
 
     def heal(self, attempt):
-        """Run the cluster playbook until every worker is back (at most ``heal_timeout_s``); True when healed."""
+        """Bring every worker back; True when healed.
+
+        On a docker host, worker containers that exited are started again first (:meth:`start_workers`) and the
+        cluster is given ``WORKER_START_S`` to be whole; otherwise, or when it is not, the cluster playbook runs until
+        every worker is back (at most ``heal_timeout_s``).
+        """
         if self.workers_alive() >= int(self.config["expect_workers"]):
             return True
+        down, _up = self.worker_containers()
+        if down:
+            self.start_workers(down)
+        if self.clock() - self.workers_started_at < WORKER_START_S:
+            deadline = self.workers_started_at + WORKER_START_S
+            while self.clock() < deadline:
+                if self.workers_alive() >= int(self.config["expect_workers"]):
+                    self.say("healed: the worker container(s) started again joined the cluster")
+                    return True
+                self.sleep(1.0)
         within, delay = float(self.config["heal_timeout_s"]), float(self.config["heal_delay_s"])
         self.say("healing the cluster for %s: %s" % (attempt, self.config["playbooks"]["heal"]))
         self.heartbeat(self.runs, "healing the cluster (at most %d s) for %s" % (within, attempt))
@@ -827,8 +874,8 @@ class Controller(object):
     def workers_alive(self):
         """How many ALIVE workers (nodes offering the worker resource) the head sees; 0 when it does not answer.
 
-        On a docker host with a worker container down, a node counts only when a running worker container has its
-        address (Ray lists a killed container's node ALIVE until its health checks fail).
+        On a docker host, 0 while Ray lists a worker node ALIVE that no running worker container has the address of
+        (a killed container's node stays ALIVE until Ray's health checks fail or a new raylet registers there).
         """
         try:
             _jobs, state_api, address = self.clients()
@@ -837,8 +884,12 @@ class Controller(object):
             return 0
         resource = self.config["worker_resource"]
         down, up_ips = self.worker_containers()
-        return sum(1 for n in nodes if n.get("state") == "ALIVE" and (n.get("resources_total") or {}).get(resource)
-                   and (not down or n.get("node_ip") in up_ips))
+        workers = [n for n in nodes if n.get("state") == "ALIVE" and (n.get("resources_total") or {}).get(resource)]
+        if up_ips is not None and any(n.get("node_ip") not in up_ips for n in workers):
+            # A node Ray still lists ALIVE whose container is not running: a new attempt's placement group could be
+            # put there. The cluster is whole once Ray knows it dead (its health checks, or a new raylet there).
+            return 0
+        return len(workers)
 
     def head_lost(self, runs, why):
         """The head does not answer: heal the cluster (the runs' attempts are judged once it answers again)."""

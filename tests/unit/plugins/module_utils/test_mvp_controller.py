@@ -428,10 +428,14 @@ def test_a_restarted_controller_goes_on_with_a_preemption_it_decided_from_the_fi
 class FakeContainer(object):
     """A container as the Docker SDK's ``containers.get`` returns it: ``status`` and ``attrs``."""
 
-    def __init__(self, status, ip="", exit_code=0):
-        self.status = status
+    def __init__(self, status, ip="", exit_code=0, ip_on_start=""):
+        self.status, self.ip_on_start, self.starts = status, ip_on_start, 0
         self.attrs = {"State": {"ExitCode": exit_code, "FinishedAt": "2026-11-28T21:00:00Z"},
                       "NetworkSettings": {"Networks": {"mvp-ray-net": {"IPAddress": ip}}}}
+
+    def start(self):
+        self.status, self.starts = "running", self.starts + 1
+        self.attrs["NetworkSettings"]["Networks"]["mvp-ray-net"]["IPAddress"] = self.ip_on_start
 
 
 class FakeDocker(object):
@@ -448,9 +452,10 @@ class FakeDocker(object):
         return self.by_name[name]
 
 
-def lost_worker_case(config, fake, down="wrk2"):
+def lost_worker_case(config, fake, down="wrk2", ip_on_start="10.0.0.3"):
     """A running attempt whose placement group has a bundle on each worker (10.0.0.2, 10.0.0.3); the worker
-    container ``down`` exited (killed: exit code 137) while Ray still lists its node ALIVE."""
+    container ``down`` exited (killed: exit code 137) while Ray still lists its node ALIVE; started again, it gets
+    ``ip_on_start`` (Docker gives the same address back on this network; None: the container is gone)."""
     config["workers"] = ["wrk1", "wrk2"]
     first_attempt(config, fake, "RUNNING")
     fake.jobs[RUN]["driver_node_id"] = "wrk1"
@@ -461,7 +466,9 @@ def lost_worker_case(config, fake, down="wrk2"):
         "stats": {}}]
     ips = {"wrk1": "10.0.0.2", "wrk2": "10.0.0.3"}
     containers = {name: FakeContainer("running", ip) for name, ip in ips.items()}
-    containers[down] = FakeContainer("exited", exit_code=137)
+    containers[down] = FakeContainer("exited", exit_code=137, ip_on_start=ip_on_start)
+    if ip_on_start is None:
+        del containers[down]
     return FakeDocker(containers)
 
 
@@ -479,11 +486,51 @@ def test_a_worker_whose_container_exited_stops_its_attempt_at_once_as_node_lost_
     assert note["cause"] == "node_lost" and note["nodes"] == [{"node_id": "wrk2", "node_ip": "10.0.0.3"}]
     assert "wrk2 exited (exit code 137" in note["why"] and "10.0.0.3" in note["why"]
     assert note["containers"] == {"wrk2": "exited (exit code 137, finished at 2026-11-28T21:00:00Z)"}
-    # Once Ray says STOPPED: judged, healed although Ray still lists the node ALIVE (its container is down), continued.
+    # ... and its container started again at once (same address: Ray replaces the lost node when its raylet joins).
+    assert engine.by_name["wrk2"].starts == 1
+    # Once Ray says STOPPED: judged, and continued without the heal playbook (both workers are back).
+    fake_ray.jobs[RUN]["status"] = type(fake_ray.jobs[RUN]["status"])("STOPPED")
+    ctl.tick()
+    assert playbooks.names() == ["record.yml", "submit.yml"]
+    assert len(fake_ray.called("stop_job")) == 1 and engine.by_name["wrk2"].starts == 1
+
+
+def test_a_worker_container_back_at_another_address_heals_once_ray_knows_the_old_node_dead(config, fake_ray):
+    engine = lost_worker_case(config, fake_ray, ip_on_start="10.0.0.9")
+    fake_ray.when_stopped(RUN, "STOPPED")
+    playbooks = Playbooks(config, fake_ray, {RUN: {"verdict": "failed", "cause": "node_lost", "summary": "lost",
+                                                   "steps": {"last": 4}}})
+    now = [1000.0]
+    ctl = mvp_controller.Controller(config, playbooks, docker=lambda: engine, say=lambda line: None,
+                                    clock=lambda: now[0])
+    waits = []
+
+    def sleep(seconds):  # Ray's health checks declare 10.0.0.3 dead after a few seconds; the new node is ALIVE
+        waits.append(seconds)
+        now[0] += seconds
+        if len(waits) == 3:
+            next(n for n in fake_ray.nodes if n["node_id"] == "wrk2")["state"] = "DEAD"
+            fake_ray.nodes.append(dict(next(n for n in fake_ray.nodes if n["node_id"] == "wrk1"), node_id="wrk9",
+                                       node_ip="10.0.0.9"))
+    ctl.sleep = sleep
+    ctl.tick()
+    fake_ray.jobs[RUN]["status"] = type(fake_ray.jobs[RUN]["status"])("STOPPED")
+    ctl.tick()
+    # While Ray listed the old node ALIVE the cluster was not whole (a placement group could go there): waited.
+    assert len(waits) == 3 and playbooks.names() == ["record.yml", "submit.yml"]
+
+
+def test_a_worker_container_that_is_gone_is_made_again_by_the_heal_playbook(config, fake_ray):
+    engine = lost_worker_case(config, fake_ray, ip_on_start=None)
+    fake_ray.when_stopped(RUN, "STOPPED")
+    playbooks = Playbooks(config, fake_ray, {RUN: {"verdict": "failed", "cause": "node_lost", "summary": "lost",
+                                                   "steps": {"last": 4}}})
+    ctl = mvp_controller.Controller(config, playbooks, docker=lambda: engine, say=lambda line: None)
+    ctl.tick()
+    assert read(mvp_controller.attempt_file(config, RUN, "stopped_by"))["containers"] == {"wrk2": "gone"}
     fake_ray.jobs[RUN]["status"] = type(fake_ray.jobs[RUN]["status"])("STOPPED")
     ctl.tick()
     assert playbooks.names() == ["record.yml", "cluster.yml", "submit.yml"]
-    assert len(fake_ray.called("stop_job")) == 1
 
 
 def test_a_running_attempt_is_not_stopped_when_its_nodes_containers_run_or_ray_knows_the_node_dead(
