@@ -23,7 +23,7 @@ description:
     directories).
   - With I(state=stopped) the controller (and its keeper or unit) is stopped; runs it followed stay as they are
     in their job directories and are picked up by the next controller.
-version_added: 0.3.0
+version_added: 0.2.0
 extends_documentation_fragment:
   - mvp.ray.attributes
 attributes:
