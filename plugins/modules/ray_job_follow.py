@@ -27,7 +27,8 @@ description:
   - With I(run), I(submission_id) is a run's first attempt and the wait lasts until the run's end - each
     attempt is followed as above; when one ends, the job controller (module_utils mvp_controller) judges it and
     either continues the run (C(logs/restart.json) names the next attempt, which is followed next) or ends it
-    (C(logs/supervisor.json) of the first attempt, returned as C(run_end)). The files are read on the task's
+    (C(logs/run_end.json) of the first attempt - C(logs/supervisor.json) in runs of older versions -, returned as
+    C(run_end)). The files are read on the task's
     host (C(ansible.builtin.slurp)). The controller owns the deadlines; this only watches, and says so when the
     head does not answer (the controller heals it) or when no controller's heartbeat is recent.
   - Otherwise (I(wait=none), or I(progress_interval=0)) it is one call of M(mvp.ray.ray_job_info).
