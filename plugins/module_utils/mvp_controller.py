@@ -81,7 +81,8 @@ HANDOFF_GRACE_S = 120
 ENV_DROPPED = ("ANSIBLE_", "AWX_", "RUNNER_", "MOLECULE_", "JOB_ID", "INVENTORY_ID", "PROJECT_REVISION")
 """Prefixes of variables never passed from the controller's own environment to a playbook it runs: an
 outer ansible-runner's ``ANSIBLE_STDOUT_CALLBACK=awx_display`` and ``ANSIBLE_CALLBACK_PLUGINS`` break the
-inner run (DESIGN.md section 9), and ``ANSIBLE_HOST_KEY_CHECKING`` must be the inventory's, not inherited."""
+inner run (docs/how-it-works.md#playbooks-run-from-a-program), and ``ANSIBLE_HOST_KEY_CHECKING`` must be the
+inventory's, not inherited."""
 
 URGENT_POLL_S = 0.5
 """Seconds between two passes while a preempted run's next checkpoint is awaited (it is stopped right after it)."""

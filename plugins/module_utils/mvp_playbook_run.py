@@ -9,7 +9,7 @@ records every event as JSON
 events' task names and messages - never from the recap text.
 
 No task starts a playbook: only the controller program does, with an environment it sets itself (no
-``ANSIBLE_*`` variable of its own reaches the playbook, DESIGN.md section 9).
+``ANSIBLE_*`` variable of its own reaches the playbook: docs/how-it-works.md#playbooks-run-from-a-program).
 """
 
 from __future__ import annotations
