@@ -14,7 +14,7 @@ description:
   - For each old name the play defines, sets the role's new name to its value (as a host fact, above the
     inventory and the role default) unless the new name is set too, and prints a deprecation warning naming the
     new name (or, when both are set, that the old one is ignored).
-  - Runs on the controller; changes nothing on a host. Its result hides the values (a moved setting may be a
+  - Runs on the Ansible controller; changes nothing on a host. Its result hides the values (a moved setting may be a
     secret, C(ray_worker_secret)).
 version_added: 0.2.0
 extends_documentation_fragment:
