@@ -13,7 +13,7 @@ cluster's queue and run, samples every ``--every`` seconds
   requests per minute over the sampling window;
 * how many runs it follows (the heartbeat's ``runs``).
 
-With N runs the window lasts from the submission until every run has its end (``logs/supervisor.json``).
+With N runs the window lasts from the submission until every run has its end (``logs/run_end.json``).
 Writes the figures as JSON (``--out``). The plays' own requests (submitting, watching) are not the controller's and are not counted.
 
 Usage: python bench/controller.py [--inventory inventories/local --host-shared /srv/mvp/private]
@@ -115,14 +115,14 @@ def sample(shared, state_dir, seconds, every, until=None):
 
 
 def wait_ended(shared, ids, timeout):
-    """Wait until every run in ``ids`` has logs/supervisor.json; return the seconds waited."""
+    """Wait until every run in ``ids`` has logs/run_end.json; return the seconds waited."""
     began = time.time()
     while time.time() - began < timeout:
-        if all(os.path.exists(os.path.join(shared, "jobs", i, "logs", "supervisor.json")) for i in ids):
+        if all(os.path.exists(os.path.join(shared, "jobs", i, "logs", "run_end.json")) for i in ids):
             return round(time.time() - began, 1)
         time.sleep(2)
     raise SystemExit("runs without an end after %d s: %s" % (timeout, [
-        i for i in ids if not os.path.exists(os.path.join(shared, "jobs", i, "logs", "supervisor.json"))]))
+        i for i in ids if not os.path.exists(os.path.join(shared, "jobs", i, "logs", "run_end.json"))]))
 
 
 def main():
@@ -156,7 +156,7 @@ def main():
                             cwd=ROOT, stdout=subprocess.DEVNULL)
     many, many_rpm = sample(args.host_shared, args.state_dir, 0, args.every, until=lambda: play.poll() is not None
                             and all(os.path.exists(os.path.join(args.host_shared, "jobs", i, "logs",
-                                                                "supervisor.json")) for i in ids))
+                                                                "run_end.json")) for i in ids))
     if play.wait() != 0:
         raise SystemExit("submit.yml -e repeat=%d failed" % args.runs)
     drained = round(time.time() - began, 1)

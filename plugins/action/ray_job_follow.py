@@ -19,7 +19,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_controller import heartbeat_state
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import file_names
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_progress import progress_line
 
 display = Display()
@@ -92,7 +92,7 @@ class ActionModule(ActionBase):
 
     def _follow_run(self, args, task_vars, interval, jobs_dir, run_timeout):
         """Follow a run: each attempt to its end (:meth:`_follow`), then the job controller's decision - the next
-        attempt (``logs/restart.json``) or the run's end (``logs/supervisor.json`` of its first attempt)."""
+        attempt (``logs/restart.json``) or the run's end (``logs/run_end.json`` of its first attempt)."""
         run = current = args["submission_id"]
         deadline = time.time() + (run_timeout or 86400 * 30)
         # The controller owns the deadlines (it stops a stalled attempt and records why); this only watches.
@@ -117,7 +117,7 @@ class ActionModule(ActionBase):
                     "waiting for it" % (current, str(result.get("msg") or "")[:300]))
                 time.sleep(max(interval, DECISION_POLL_S))
                 continue
-            end = self._read_json(jobs_dir, run, "supervisor", task_vars)
+            end = self._read_json(jobs_dir, run, "run_end", task_vars)
             if end:
                 status = self._read_json(jobs_dir, end.get("attempts", [current])[-1], "status", task_vars)
                 return dict(result, changed=False, failed=False, submission_id=(end.get("attempts") or [current])[-1],
@@ -152,12 +152,20 @@ class ActionModule(ActionBase):
         return base64.b64decode(got["content"]).decode("utf-8", "replace")
 
     def _read_json(self, jobs_dir, submission_id, name, task_vars):
-        """The JSON object of the file ``name`` (``mvp_job.FILES``) of a job directory, {} when missing."""
-        try:
-            value = json.loads(self._read_text(posixpath.join(jobs_dir, submission_id, FILES[name]), task_vars) or "{}")
-        except ValueError:
-            return {}
-        return value if isinstance(value, dict) else {}
+        """The JSON object of the file ``name`` (``mvp_job.FILES``) of a job directory, {} when missing.
+
+        A file older versions named otherwise (``mvp_job.FORMER_FILES``) is read under that name when the current
+        one is missing: one more read only then.
+        """
+        for rel in file_names(name):
+            text = self._read_text(posixpath.join(jobs_dir, submission_id, rel), task_vars)
+            if text:
+                try:
+                    value = json.loads(text)
+                except ValueError:
+                    return {}
+                return value if isinstance(value, dict) else {}
+        return {}
 
     def _follow(self, args, task_vars, interval, run=None):
         """Wait for one job's end in chunks of ``interval`` seconds, printing its progress line between them."""

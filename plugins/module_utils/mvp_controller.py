@@ -8,7 +8,7 @@ submitted it and whether or not anybody waits: it follows the current attempt th
 judges an ended attempt (the playbook ``mvp.ray.record``: ``ray_job_record`` and the final cluster
 snapshot, the same modules a play uses), asks the restart decision (``mvp_restart.decide``), heals the
 cluster (the cluster playbook, through ansible-runner) and starts the next attempt (``mvp.ray.submit``
-with the decision), and writes the run's end into ``logs/supervisor.json`` of its first attempt.
+with the decision), and writes the run's end into ``logs/run_end.json`` of its first attempt.
 
 Its state is what the job directories already hold, written before it acts, so a controller that was
 killed and started again picks every unfinished run up where it was and starts no attempt twice:
@@ -20,7 +20,8 @@ killed and started again picks every unfinished run up where it was and starts n
   directory, so a second start cannot make a second attempt);
 * ``logs/continued.json``: the phases of that restart once the next attempt started (seconds healing, seconds
   starting it, when Ray ended the attempt and when the decision was written);
-* ``logs/supervisor.json`` (the run's first attempt): the run's end; a run with it is done;
+* ``logs/run_end.json`` (the run's first attempt): the run's end; a run with it is done (one with the name older
+  versions gave it, ``logs/supervisor.json``, too: ``mvp_job.FORMER_FILES``);
 * ``logs/preempt.json``: this attempt is preempted for a job of a higher priority (by whom, since when, the
   checkpoint step it had, the grace deadline, its state); ``logs/preempting.json`` of that job: what it preempted.
 
@@ -59,7 +60,7 @@ import traceback
 
 from ansible_collections.mvp.ray.plugins.module_utils import mvp_playbook_run, mvp_queue, mvp_service
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, write_text_atomic
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES, is_submission_id
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES, file_names, is_submission_id
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
     TERMINAL_STATUSES, auth_headers, bundle_shapes, list_nodes, list_placement_groups, alive_offers,
     stalled_message, stalled_placement_groups,
@@ -80,7 +81,8 @@ HANDOFF_GRACE_S = 120
 ENV_DROPPED = ("ANSIBLE_", "AWX_", "RUNNER_", "MOLECULE_", "JOB_ID", "INVENTORY_ID", "PROJECT_REVISION")
 """Prefixes of variables never passed from the controller's own environment to a playbook it runs: an
 outer ansible-runner's ``ANSIBLE_STDOUT_CALLBACK=awx_display`` and ``ANSIBLE_CALLBACK_PLUGINS`` break the
-inner run (DESIGN.md section 9), and ``ANSIBLE_HOST_KEY_CHECKING`` must be the inventory's, not inherited."""
+inner run (docs/how-it-works.md#playbooks-run-from-a-program), and ``ANSIBLE_HOST_KEY_CHECKING`` must be the
+inventory's, not inherited."""
 
 WORKER_START_S = 30
 """Seconds the heal gives worker containers it started again to join the cluster before it runs the cluster playbook."""
@@ -170,12 +172,17 @@ def attempt_file(config, submission_id, name):
     return os.path.join(jobs_dir(config), submission_id, FILES[name])
 
 
+def run_end_files(config, run):
+    """The paths on this host the end of ``run`` may be in, ``logs/run_end.json`` first (list of str)."""
+    return [os.path.join(jobs_dir(config), run, name) for name in file_names("run_end")]
+
+
 def run_state(config, run):
     """What the job directories say about ``run``: its attempts, the current one, its end.
 
     :param config: dict (:func:`load_config`). :param run: str, the run's first attempt's id.
     :returns: dict ``{"run", "attempts": [ids], "current": id, "next": id or None (decided, no directory yet),
-        "ended": dict or None (``logs/supervisor.json``)}``.
+        "ended": dict or None (``logs/run_end.json``, or the older ``logs/supervisor.json``)}``.
     """
     attempts, current, following = [run], run, None
     while True:
@@ -188,12 +195,12 @@ def run_state(config, run):
             break
         attempts.append(nxt)
         current = nxt
-    ended = read_json(attempt_file(config, run, "supervisor")) or None
+    ended = next((read_json(path) for path in run_end_files(config, run) if os.path.exists(path)), None) or None
     return {"run": run, "attempts": attempts, "current": current, "next": following, "ended": ended}
 
 
 def discover(config, known):
-    """The runs handed over and not ended: first attempts with ``config/controller.json`` and no ``supervisor.json``.
+    """The runs handed over and not ended: first attempts with ``config/controller.json`` and no run's end file.
 
     :param config: dict. :param known: dict id -> bool, updated in place (True: a run to follow, False: not one,
         or ended): each directory is read once, so a tick costs one directory listing.
@@ -212,7 +219,7 @@ def discover(config, known):
             if not _young(os.path.join(jobs_dir(config), name)):
                 known[name] = False
             continue
-        known[name] = handoff.get("run") == name and not os.path.exists(attempt_file(config, name, "supervisor"))
+        known[name] = handoff.get("run") == name and not any(os.path.exists(p) for p in run_end_files(config, name))
     return sorted(n for n, follow in known.items() if follow)
 
 
@@ -298,7 +305,7 @@ def controller_line(runs, text, now):
 
 
 def end_record(state, trained, why, attempts, verdict=None, now=None):
-    """The run's end as ``logs/supervisor.json`` holds it (dict).
+    """The run's end as ``logs/run_end.json`` holds it (dict).
 
     :param state: ``"ended"`` (the run ended: trained or failed) or ``"stopped"`` (the controller could not go on).
     """
@@ -909,9 +916,9 @@ class Controller(object):
             self.head_lost_since = None
 
     def end(self, state, how, trained, why, verdict=None):
-        """Write the run's end into its first attempt's ``logs/supervisor.json`` and stop following it."""
+        """Write the run's end into its first attempt's ``logs/run_end.json`` and stop following it."""
         record = end_record(how, trained, why, state["attempts"], verdict, self.clock())
-        _write_json(attempt_file(self.config, state["run"], "supervisor"), record)
+        _write_json(attempt_file(self.config, state["run"], "run_end"), record)
         self.known[state["run"]] = False
         self.say("run %s %s: %s" % (state["run"], how, why))
 

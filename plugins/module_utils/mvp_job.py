@@ -55,7 +55,7 @@ FILES = {
     "status": "logs/status.json",                # Ray's last status beside the verdict
     "restart": "logs/restart.json",              # this attempt failed and was continued as "next" (job controller)
     "continued": "logs/continued.json",          # the phases of that restart: decided, healed, next attempt started
-    "supervisor": "logs/supervisor.json",        # how the run ended, as the job controller saw it (first attempt)
+    "run_end": "logs/run_end.json",              # how the run ended, as the job controller saw it (first attempt)
     "stopped_by": "logs/stopped_by.json",        # a cluster play (down.yml) stopped the job: which, and when
     "interrupted_by": "logs/interrupted_by.json",  # a cluster play (site.yml) stopped it to change its nodes
     "preempt": "logs/preempt.json",              # the job controller preempts it for a higher job: by whom, when, state
@@ -64,6 +64,23 @@ FILES = {
     "debug": "debug",                            # timestamped ray status / job list / nodes / actors
     "checkpoints": "checkpoints",                # verl's trainer.default_local_dir
 }
+# Names a file of FILES had in job directories written by earlier versions, which stay on the shared storage:
+# name -> paths relative to the job directory, read after the current one (``file_names``).
+FORMER_FILES = {
+    "run_end": ("logs/supervisor.json",),        # until issue 62, named for the removed per-run supervisor
+}
+
+
+def file_names(name):
+    """Every path a job directory may hold the file ``name`` of ``FILES`` under, the current name first.
+
+    A reader tries them in order; a writer writes ``FILES[name]`` only.
+
+    :param name: str, a key of ``FILES``.
+    :returns: tuple of str, paths relative to the job directory (``FILES[name]``, then ``FORMER_FILES[name]``).
+    :raises KeyError: for a name that is not a key of ``FILES``.
+    """
+    return (FILES[name],) + FORMER_FILES.get(name, ())
 
 
 def is_submission_id(value):

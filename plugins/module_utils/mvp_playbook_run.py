@@ -9,7 +9,7 @@ records every event as JSON
 events' task names and messages - never from the recap text.
 
 No task starts a playbook: only the controller program does, with an environment it sets itself (no
-``ANSIBLE_*`` variable of its own reaches the playbook, DESIGN.md section 9).
+``ANSIBLE_*`` variable of its own reaches the playbook: docs/how-it-works.md#playbooks-run-from-a-program).
 """
 
 from __future__ import annotations
@@ -103,13 +103,16 @@ def run(playbook, inventories, private_data_dir, ident, extra_vars=None, envvars
         variable, secrets included) is removed once the run ends.
     :returns: dict ``{"rc": int, "status": str ("successful", "failed", "timeout", "canceled"),
         "hosts": recap(), "changed": bool, "failed_tasks": failed_tasks(), "artifacts": str}``.
-    :raises PlaybookRunError: when ansible-runner is not installed (the controller's requirements.txt has it).
+    :raises PlaybookRunError: when ansible-runner is not installed (``roles/job_controller/files/requirements.txt``
+        has it).
     """
     try:
         import ansible_runner  # pylint: disable=import-outside-toplevel
     except ImportError:
-        raise PlaybookRunError("ansible-runner is not installed in the controller's Python (%s): install the "
-                               "controller requirements (make setup, requirements.txt)." % sys.executable)
+        raise PlaybookRunError("ansible-runner is not installed in this Python (%s): install "
+                               "roles/job_controller/files/requirements.txt into it (site.yml does for the job "
+                               "controller's virtual environment, make setup for the checkout's .venv)."
+                               % sys.executable)
     cmdline = " ".join("-i %s" % shlex.quote(i) for i in inventories)
     os.makedirs(private_data_dir, exist_ok=True)
     kwargs = {"private_data_dir": private_data_dir, "playbook": playbook, "ident": ident, "quiet": True,

@@ -117,6 +117,8 @@ def refusal(hit, changes, play):
     return ("%s would interrupt %d running or queued job(s); changes planned: %s. Jobs: %s. Nothing was changed. "
             "Either let them end first: -e mvp_running_jobs=wait (the play waits for them, at most "
             "running_jobs_wait_timeout_s), or restart them: -e mvp_running_jobs=restart (each is stopped, "
-            "its verdict says this play interrupted it - cause cluster_changed, restartable - and the submit.yml "
-            "or supervise.yml following it continues it from its newest complete checkpoint once this play ends)."
+            "its verdict says this play interrupted it - cause cluster_changed, restartable - and the job controller "
+            "following its run waits until this play ends, then continues the run as its next attempt <run>-rN from "
+            "its newest complete checkpoint, while the run's max_restarts allow and job_controller_restart_causes "
+            "has cluster_changed; status.yml shows the controller and the runs)."
             % (play, len(hit), what, jobs))

@@ -13,10 +13,10 @@ description:
     to I(path) with mode C(0600) when the file is missing or holds something else (write to a
     temporary file, then rename), and sets C(0600) on a file that has another mode.
   - Replaces an C(ansible.builtin.file) task and an C(ansible.builtin.copy) task (a C(stat) and
-    a C(copy) run) - one round trip to the node instead of three, which is what the controller
-    pays per node at 64 nodes (docs/benchmarks.md, "8 to 64 nodes over SSH").
+    a C(copy) run) - one round trip to the node instead of three, which is what the Ansible
+    controller pays per node at 64 nodes (docs/benchmarks.md, "8 to 64 nodes over SSH").
   - The token is never returned, logged or shown in a diff (I(token) is C(no_log)).
-  - With I(generate=true) (the controller's copy, mvp_ray_auth_token_file), writes a new random token
+  - With I(generate=true) (the Ansible controller's copy, mvp_ray_auth_token_file), writes a new random token
     (Python C(secrets), 256 bits) when I(path) is missing and keeps the one there otherwise; a file that
     other users could read or write (any mode but C(0600)), is empty or is not a regular file is refused,
     naming it. The token is never returned either.
@@ -68,7 +68,7 @@ EXAMPLES = r"""
     token: "{{ mvp_ray_auth_token }}"
   no_log: true
 
-- name: Auth | Generate the token on the controller once (0600), or keep the one there
+- name: Auth | Generate the token on the Ansible controller once (0600), or keep the one there
   mvp.ray.ray_auth_token_file:
     path: "{{ mvp_ray_auth_token_file }}"
     generate: true

@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-"""Documentation of the ray_job_follow action plugin (plugins/action/ray_job_follow.py); it runs on the controller."""
+"""Documentation of the ray_job_follow action plugin (plugins/action/ray_job_follow.py); it runs on the Ansible controller."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 module: ray_job_follow
 short_description: Wait for a Ray job's end and print its progress every few seconds
 description:
-  - Runs on the controller and calls M(mvp.ray.ray_job_info) on the task's host (the head). Takes
+  - Runs on the Ansible controller and calls M(mvp.ray.ray_job_info) on the task's host (the head). Takes
     every option of M(mvp.ray.ray_job_info) and passes it on.
   - With I(wait=terminal) and I(progress_interval) above 0, waits in chunks of I(progress_interval)
     seconds (the first one at most 5 s, so that a running job shows its first line soon; ray_job_info's
@@ -27,9 +27,10 @@ description:
   - With I(run), I(submission_id) is a run's first attempt and the wait lasts until the run's end - each
     attempt is followed as above; when one ends, the job controller (module_utils mvp_controller) judges it and
     either continues the run (C(logs/restart.json) names the next attempt, which is followed next) or ends it
-    (C(logs/supervisor.json) of the first attempt, returned as C(run_end)). The files are read on the task's
-    host (C(ansible.builtin.slurp)). The controller owns the deadlines; this only watches, and says so when the
-    head does not answer (the controller heals it) or when no controller's heartbeat is recent.
+    (C(logs/run_end.json) of the first attempt - C(logs/supervisor.json) in runs of older versions -, returned as
+    C(run_end)). The files are read on the task's
+    host (C(ansible.builtin.slurp)). The job controller owns the deadlines; this only watches, and says so when the
+    head does not answer (the job controller heals it) or when no job controller's heartbeat is recent.
   - Otherwise (I(wait=none), or I(progress_interval=0)) it is one call of M(mvp.ray.ray_job_info).
   - Returns what the last call of M(mvp.ray.ray_job_info) returned, plus C(progress_lines), C(module_calls)
     and C(http_requests) (of all the calls).
@@ -57,7 +58,7 @@ options:
     type: str
     default: ""
   run_timeout:
-    description: With I(run), seconds after which the play stops watching (the controller goes on); C(0) - 30 days.
+    description: With I(run), seconds after which the play stops watching (the job controller goes on); C(0) - 30 days.
     type: float
     default: 0
   progress_interval:

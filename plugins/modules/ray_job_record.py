@@ -48,8 +48,8 @@ options:
     required: true
   lost_with_head:
     description:
-      - The Ray head that ran the job was lost, and its job table with it (the waiting play or the supervisor
-        saw the head go, then healed the cluster). A job the head that answers now does not know is then judged
+      - The Ray head that ran the job was lost, and its job table with it (the job controller saw the head go,
+        then healed the cluster; it records the attempt through C(playbooks/record.yml)). A job the head that answers now does not know is then judged
         from its job directory alone, with the status C(LOST) (module_utils C(mvp_verdict.LOST_STATUS)) - the cause
         C(head_lost) unless it had logged every planned step - and its record is written; without it such a job
         gets no record.

@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-"""Documentation of the ray_job_request action plugin (plugins/action/ray_job_request.py); it runs on the controller."""
+"""Documentation of the ray_job_request action plugin (plugins/action/ray_job_request.py); it runs on the Ansible controller."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 module: ray_job_request
 short_description: Gather one job request from a JobSpec file and the request keys given to the play
 description:
-  - Runs on the controller only. Builds the request the job spec builder (filter P(mvp.ray.mvp_job_spec#filter))
+  - Runs on the Ansible controller only. Builds the request the job spec builder (filter P(mvp.ray.mvp_job_spec#filter))
     reads, from exactly three places, later ones winning key by key - the JobSpec YAML file
     (I(jobspec)), the request keys set as variables of the play (C(vars) of the play or of
     C(import_playbook)), and the request keys given with C(-e) on the command line.

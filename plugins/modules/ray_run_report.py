@@ -27,7 +27,7 @@ description:
     validation at the end) is drawn as points, one column per curve, each point labelled
     with its step (earlier points hollow). C(report.md) and C(report.html) are rendered by
     templates from the returned C(report).
-  - Runs where the plots are made (the controller; needs matplotlib).
+  - Runs where the plots are made (the Ansible controller; needs matplotlib).
 extends_documentation_fragment:
   - mvp.ray.attributes
 attributes:
@@ -277,7 +277,7 @@ def main():
     try:
         import matplotlib  # noqa: F401 - fail early with the fix
     except ImportError as exc:
-        module.fail_json(msg="matplotlib is not importable by %s (%s): install the controller requirements "
+        module.fail_json(msg="matplotlib is not importable by %s (%s): install the Ansible controller's requirements "
                              "(make setup / pip install -r requirements.txt)" % (os.sys.executable, exc))
     os.makedirs(os.path.join(dest, "plots"))
     for metric in report["metrics"]:

@@ -18,7 +18,7 @@ baseline run's metrics), never from the code under test:
 Cases: "killed driver worker, corrupt newest" (CI; continued from an epoch's last step), "every epoch" and
 "after each epoch" (a checkpoint at each epoch's end, continued from one: verl#7401), "grpo epoch boundary" and
 "ppo epoch boundary" (verl's V1 trainer continued from an epoch's last step), "killed other worker", "killed head" (CI; nobody
-acting, the run's supervisor heals it), "site.yml restarts a run" (refused, then mvp_running_jobs=restart),
+acting, the job controller heals it), "site.yml restarts a run" (refused, then mvp_running_jobs=restart),
 "restarts exhausted", "frozen grpo rank" (the watchdog's hang restarts too), "two grpo at once" (jobs
 sharing a cluster).
 Prints a table; exits 1 when a case fails. Figures (``--seconds-out``): seconds from the kill
@@ -146,9 +146,9 @@ def controller_pid(cluster):
 
 
 def wait_for_run_end(case, run_id, timeout):
-    """Wait for the job controller's end of the run (its first attempt's logs/supervisor.json); a Playbook-like
+    """Wait for the job controller's end of the run (its first attempt's logs/run_end.json); a Playbook-like
     result whose rc is 0 when the run trained."""
-    ended, started = os.path.join(case.cluster.host_shared, "jobs", run_id, "logs", "supervisor.json"), time.time()
+    ended, started = os.path.join(case.cluster.host_shared, "jobs", run_id, "logs", "run_end.json"), time.time()
     while not os.path.exists(ended):
         if time.time() - started > timeout:
             raise CaseFailed("the job controller did not end run %s within %d s" % (run_id, timeout))
@@ -523,7 +523,7 @@ def case_killed_head(case, remove=False):
     """docker kill of the head while an SFT run trains, nobody acting (submit.yml -e wait=false: the job controller
     follows it): the controller heals the cluster and the run reaches the uninterrupted run's last step
     and final loss - the same attempt when the head kept its job table (GCS storage), else <id>-r1 (head_lost)
-    from the newest complete checkpoint. The controller writes logs/supervisor.json;
+    from the newest complete checkpoint. The controller writes logs/run_end.json;
     status.yml lists every attempt with its verdict. ``remove``: the head's container is removed (docker rm -f),
     so the new head has an empty job table: the attempt (a 320-step run, far longer than the 60 s its raylets wait
     for the lost GCS) is judged from its job directory - status LOST, cause head_lost - and continued as <id>-r1."""
@@ -548,7 +548,7 @@ def case_killed_head(case, remove=False):
     killed_at, killed_step = time.time(), max(first.steps())
     cluster.docker(*(["rm", "-f"] if remove else ["kill"]), cluster.container[cluster.head])
     case.note("%s the head after step %d" % ("removed" if remove else "killed", killed_step))
-    ended = os.path.join(first.dir, "logs", "supervisor.json")
+    ended = os.path.join(first.dir, "logs", "run_end.json")
     nxt = Job(case, first.id + "-r1")
     answered = None
     while not os.path.exists(ended):
@@ -565,7 +565,7 @@ def case_killed_head(case, remove=False):
     case.seconds.setdefault("head_lost_to_end_s", []).append(round(time.time() - killed_at, 1))
     record = read_json(ended) or {}
     case.check(record.get("state") == "ended" and record.get("trained") is True,
-               "logs/supervisor.json %s, expected ended and trained" % record)
+               "logs/run_end.json %s, expected ended and trained" % record)
     attempts = [first]
     status = read_json(os.path.join(first.dir, "logs", "status.json")) or {}
     case.check(not remove or (status.get("status"), status.get("cause")) == ("LOST", "head_lost"),
@@ -746,7 +746,7 @@ CASES = [
     ("controller killed", "the job controller killed (SIGKILL), then the other worker: it comes back (its keeper), "
      "continues the run as <id>-r1 only; it ends like the uninterrupted run", case_controller_killed),
     ("killed head", "nobody acting (wait=false): the job controller heals the cluster; the run ends like the uninterrupted run "
-     "(the same attempt, or <id>-r1 after head_lost); logs/supervisor.json says so; status.yml lists the attempts",
+     "(the same attempt, or <id>-r1 after head_lost); logs/run_end.json says so; status.yml lists the attempts",
      case_killed_head),
     ("removed head", "the head's container removed (its job table gone) early in a 320-step run: LOST, head_lost; "
      "<id>-r1 continues at the checkpoint's step + 1 and ends like the uninterrupted run; status.yml lists both",

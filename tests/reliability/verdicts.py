@@ -77,8 +77,8 @@ class Job:
     def submit(self, workload, overrides, wait=False, extra=()):
         """Submit through submit.yml; returns the playbook run."""
         args = ["-e", "workload=" + workload, "-e", "submission_id=" + self.id, "-e", "wait=%s" % str(wait).lower()]
-        # max_restarts 0: these cases read the verdict of the attempt a fault ended (no supervisor
-        # continues it; tests/reliability/resume.py covers the restarts).
+        # max_restarts 0: these cases read the verdict of the attempt a fault ended (the job controller
+        # does not continue it; tests/reliability/resume.py covers the restarts).
         args += extra_vars(trainer_overrides=overrides, submit_job_watchdog=WATCHDOG, max_restarts=0) + list(extra)
         return self.case.play("submit.yml", args, label="submit %s" % workload)
 

@@ -105,3 +105,37 @@ def test_no_interval_is_one_silent_call(tmp_path, dashboard):
 
     assert result["job"]["status"] == "SUCCEEDED" and "progress_lines" not in result
     assert follow_again_command("job-1") not in stdout
+
+
+def test_a_run_s_end_is_read_under_its_name_then_under_the_one_older_versions_wrote(tmp_path, dashboard):
+    """logs/run_end.json of the run's first attempt; runs ended by versions before the rename have
+    logs/supervisor.json (still on the shared storage), read when the new name is missing."""
+    fake, address = dashboard
+    jobs = tmp_path / "jobs"
+    ends = {"old-1": {"supervisor.json": {"state": "ended", "trained": True, "why": "old name", "attempts": ["old-1"]}},
+            "both-1": {"supervisor.json": {"state": "ended", "trained": False, "why": "stale", "attempts": ["both-1"]},
+                       "run_end.json": {"state": "ended", "trained": True, "why": "new name", "attempts": ["both-1"]}}}
+    for run, files in ends.items():
+        (jobs / run / "logs").mkdir(parents=True)
+        for name, value in files.items():
+            (jobs / run / "logs" / name).write_text(json.dumps(value))
+        fake.add_job(run, "SUCCEEDED")
+    inventory = {"all": {"hosts": {"localhost": {"ansible_connection": "local",
+                                                 "ansible_python_interpreter": sys.executable}}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    tasks = []
+    for run in ends:
+        tasks += [{"name": "Test | Follow " + run, "register": "followed", "mvp.ray.ray_job_follow": {
+                       "submission_id": run, "address": address, "wait": "terminal", "poll_interval": 0.05,
+                       "progress_interval": 1, "run": True, "jobs_dir": str(jobs), "run_timeout": 30}},
+                  {"name": "Test | Save " + run, "ansible.builtin.copy": {
+                      "content": "{{ followed.run_end | to_json }}", "dest": str(tmp_path / (run + ".json")),
+                      "mode": "0644"}}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{"name": "Test", "hosts": "localhost", "gather_facts": False,
+                                                        "tasks": tasks}]))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
+    done = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")],
+                          capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert json.loads((tmp_path / "old-1.json").read_text()) == ends["old-1"]["supervisor.json"]
+    assert json.loads((tmp_path / "both-1.json").read_text()) == ends["both-1"]["run_end.json"]

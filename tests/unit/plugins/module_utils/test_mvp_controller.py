@@ -96,7 +96,7 @@ def test_a_handed_over_run_that_trained_ends_with_its_verdict(config, fake_ray):
     playbooks = Playbooks(config, fake_ray, {RUN: verdict})
     ctl = controller(config, playbooks)
     assert ctl.tick() == [RUN]
-    end = read(mvp_controller.attempt_file(config, RUN, "supervisor"))
+    end = read(mvp_controller.attempt_file(config, RUN, "run_end"))
     assert (end["state"], end["trained"], end["attempts"]) == ("ended", True, [RUN])
     assert end["verdict"] == dict(verdict, status="SUCCEEDED")
     assert playbooks.calls == [("record.yml", {"submission_id": RUN, "lost_with_head": False})]
@@ -138,7 +138,7 @@ def test_a_lost_node_continues_as_the_next_attempt_decided_before_it_starts(conf
     fake_ray.jobs[RUN + "-r1"]["status"] = type(fake_ray.jobs[RUN]["status"])("SUCCEEDED")
     playbooks.verdicts[RUN + "-r1"] = {"verdict": "trained", "cause": None, "summary": "ok", "steps": {"last": 8}}
     ctl.tick()
-    end = read(mvp_controller.attempt_file(config, RUN, "supervisor"))
+    end = read(mvp_controller.attempt_file(config, RUN, "run_end"))
     assert (end["trained"], end["attempts"]) == (True, [RUN, RUN + "-r1"])
 
 
@@ -175,10 +175,10 @@ def test_a_heal_that_does_not_succeed_within_its_bound_stops_the_run_saying_so(c
     ctl = controller(config, run, clock=lambda: later[0])
     ctl.tick()
     assert "cluster.yml" in playbooks.names() and "submit.yml" not in playbooks.names()
-    assert not os.path.exists(mvp_controller.attempt_file(config, RUN, "supervisor"))
+    assert not os.path.exists(mvp_controller.attempt_file(config, RUN, "run_end"))
     later[0] += config["heal_timeout_s"] + 1
     ctl.tick()
-    end = read(mvp_controller.attempt_file(config, RUN, "supervisor"))
+    end = read(mvp_controller.attempt_file(config, RUN, "run_end"))
     assert end["state"] == "stopped" and "could not be healed within 1 s" in end["why"]
     assert "submit.yml" not in playbooks.names()
 
@@ -188,7 +188,7 @@ def test_a_request_cause_ends_the_run_without_a_restart(config, fake_ray):
     bad = {"verdict": "failed", "cause": "config_rejected", "summary": "Could not override", "steps": {}}
     playbooks = Playbooks(config, fake_ray, {RUN: bad})
     controller(config, playbooks).tick()
-    end = read(mvp_controller.attempt_file(config, RUN, "supervisor"))
+    end = read(mvp_controller.attempt_file(config, RUN, "run_end"))
     assert (end["state"], end["trained"]) == ("ended", False) and "config_rejected" in end["why"]
     assert not os.path.exists(mvp_controller.attempt_file(config, RUN, "restart"))
     assert playbooks.names() == ["record.yml"]
@@ -257,6 +257,21 @@ def test_only_runs_handed_over_are_followed(config, fake_ray):
     assert mvp_controller.discover(config, {}) == [RUN]
 
 
+def test_a_run_ended_by_an_older_version_is_read_under_its_old_name_and_not_followed(config, fake_ray):
+    """Versions before the rename wrote the run's end as logs/supervisor.json; such runs stay on the shared storage."""
+    first_attempt(config, fake_ray, "SUCCEEDED")
+    old_end = {"run": RUN, "state": "ended", "trained": True, "why": "old", "attempts": [RUN]}
+    write(os.path.join(config["shared_dir"], "jobs", RUN, "logs", "supervisor.json"), old_end)
+    assert mvp_controller.discover(config, {}) == []
+    assert mvp_controller.run_state(config, RUN)["ended"] == old_end
+    playbooks = Playbooks(config, fake_ray, {})
+    assert controller(config, playbooks).tick() == [] and playbooks.calls == []
+    assert not os.path.exists(os.path.join(config["shared_dir"], "jobs", RUN, "logs", "run_end.json"))
+    new_end = dict(old_end, why="new")
+    write(os.path.join(config["shared_dir"], "jobs", RUN, "logs", "run_end.json"), new_end)
+    assert mvp_controller.run_state(config, RUN)["ended"] == new_end
+
+
 def test_the_heartbeat_says_whether_the_runs_are_supervised():
     now = 1_000_000.0
     beat = json.dumps({"name": "ctl", "host": "h1", "pid": 7, "at": now - 5, "poll_s": 10, "runs": ["a"]})
@@ -300,7 +315,7 @@ def test_an_attempt_stopped_while_pending_is_judged_though_ray_still_lists_it_pe
     playbooks = Playbooks(config, fake_ray, {RUN: {"verdict": "failed", "cause": "infeasible", "summary": "s"}})
     controller(config, playbooks).tick()
     assert playbooks.names() == ["record.yml"]
-    assert read(mvp_controller.attempt_file(config, RUN, "supervisor"))
+    assert read(mvp_controller.attempt_file(config, RUN, "run_end"))
 
 
 GATE_WORDS = "python -u /private/common/code/tools/mvp_gate.py --pool global_pool=1x2:6 --priority %d --log l -- p"

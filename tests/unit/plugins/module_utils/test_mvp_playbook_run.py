@@ -80,8 +80,8 @@ def test_the_command_file_with_the_environment_is_removed(project, tmp_path):
 
 
 def test_a_run_inside_another_runs_environment_works_once_cleaned(project, tmp_path, monkeypatch):
-    """DESIGN.md section 9: an outer ansible-runner's callback variables break the inner run; the job controller
-    removes them (mvp_controller.clean_environ) before it runs a playbook."""
+    """docs/how-it-works.md#playbooks-run-from-a-program: an outer ansible-runner's callback variables break the
+    inner run; the job controller removes them (mvp_controller.clean_environ) before it runs a playbook."""
     import ansible_runner.display_callback  # pylint: disable=import-outside-toplevel
     from ansible_collections.mvp.ray.plugins.module_utils import mvp_controller  # pylint: disable=import-outside-toplevel
     callbacks = os.path.join(os.path.dirname(ansible_runner.display_callback.__file__), "callback")

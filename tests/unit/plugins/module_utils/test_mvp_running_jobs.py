@@ -78,7 +78,8 @@ def test_the_refusal_names_the_changes_the_jobs_their_cost_and_the_ways_on():
     text = mvp_running_jobs.refusal([job], [change], "site.yml")
     for part in ("site.yml", "worker-0: restart Ray (its settings change)", "sft-1 (RUNNING on 10.0.0.2)",
                  "last step 12", "checkpoint step 10", "trains 2 steps again", "Nothing was changed",
-                 "-e mvp_running_jobs=wait", "-e mvp_running_jobs=restart"):
+                 "-e mvp_running_jobs=wait", "-e mvp_running_jobs=restart", "job controller", "cluster_changed",
+                 "max_restarts", "job_controller_restart_causes"):
         assert part in text, part
     fresh = mvp_running_jobs.job_line(dict(job, last_step=0, checkpoint_step=None, steps_at_risk=0))
     assert fresh.endswith("no step logged yet")
