@@ -112,7 +112,10 @@ def load_config(path):
     """Read and check the controller's configuration (JSON, written 0600 by ``ray_job_controller``).
 
     Keys: ``name`` (str, the controller's name), ``inventory`` (list of str, inventory sources), ``project_dir``
-    (the checkout: ``ansible.cfg`` and the playbooks), ``shared_root`` (the shared storage inside the nodes,
+    (``ansible.cfg`` and the playbooks: the installed collection's folder, or a developer's checkout),
+    ``collections_path`` (str, the folder holding ``ansible_collections/mvp/ray`` that the controller imports and its
+    playbooks use), ``content`` (dict: ``source``, ``version``, ``hash`` - what the role installed; shown in the
+    heartbeat and ``status.yml``), ``shared_root`` (the shared storage inside the nodes,
     ``/private``), ``shared_dir`` (the same storage on this host), ``head`` (``{"container", "network"}`` on a
     docker host, else ``{"address"}``), ``dashboard_port`` (int), ``state_dir`` (this controller's folder:
     ansible-runner's artifacts, lock), and optionally ``ray_auth_token`` (str), ``poll_s`` (float, 10),
@@ -141,7 +144,7 @@ def load_config(path):
                           % (path, ", ".join(missing)))
     defaults = {"poll_s": 10.0, "restart_causes": "retryable", "heal_timeout_s": 900, "heal_delay_s": 10,
                 "pending_timeout_s": 600, "pg_pending_timeout_s": 180, "preempt_grace_s": 600, "expect_workers": 1,
-                "worker_resource": "worker_node", "workers": [], "host_key_checking": True, "env": {}, "ray_auth_token": "",
+                "worker_resource": "worker_node", "workers": [], "collections_path": "", "content": {}, "host_key_checking": True, "env": {}, "ray_auth_token": "",
                 "playbooks": {}}
     for key, value in defaults.items():
         config.setdefault(key, value)
@@ -240,7 +243,8 @@ def _young(path, now=None):
 def runner_env(config, python=None):
     """The environment variables of a playbook the controller runs (dict str -> str).
 
-    Only what is set here reaches the playbook from the controller: the checkout's ``ansible.cfg``, the
+    Only what is set here reaches the playbook from the controller: the project folder's ``ansible.cfg`` and the
+    collections folder the controller imports (``collections_path``), the
     inventory's host key checking (ansible-runner turns it off unless told), plain output, and the
     configuration's ``env`` (the inventory's secrets). The controller's own ``ANSIBLE_*`` and ansible-runner
     variables are removed from its environment at start (:func:`clean_environ`).
@@ -250,6 +254,10 @@ def runner_env(config, python=None):
         env["PATH"] = os.path.dirname(python) + os.pathsep + os.environ.get("PATH", "")
     env.update({"ANSIBLE_HOST_KEY_CHECKING": "True" if config.get("host_key_checking", True) else "False",
                 "ANSIBLE_NOCOLOR": "1", "ANSIBLE_RETRY_FILES_ENABLED": "False"})
+    if config.get("collections_path"):
+        # The copy the controller imports is the one its playbooks use (an installed copy's ansible.cfg names a
+        # checkout's relative collections folder, which it does not have).
+        env["ANSIBLE_COLLECTIONS_PATH"] = config["collections_path"]
     env.update({str(k): str(v) for k, v in (config.get("env") or {}).items()})
     return env
 
@@ -267,19 +275,28 @@ def heartbeat_state(text, now):
 
     :param text: str, ``<shared>/controller/heartbeat.json`` ('' when missing). :param now: float, seconds since
         the epoch (the head's clock: the controller's host may differ by a few seconds).
-    :returns: dict ``{"alive": bool, "age_s": float or None, "name", "host", "pid", "activity", "runs"}``; alive
-        while the last pass is younger than three passes (or the controller said it is busy healing).
+    :returns: dict ``{"alive": bool, "age_s": float or None, "name", "host", "pid", "activity", "runs", "content"
+        (``{"source", "version", "hash"}`` it runs), "keeper" (``{"failures", "next_start_at", "why"}`` while its keeper
+        backs off from a controller that keeps dying, else None)}``; alive while the last pass is younger than three
+        passes (or the controller said it is busy healing).
     """
     try:
         beat = json.loads(text) if text else {}
     except ValueError:
         beat = {}
-    if not isinstance(beat, dict) or not beat.get("at"):
-        return {"alive": False, "age_s": None, "name": None, "host": None, "pid": None, "activity": None, "runs": []}
+    if not isinstance(beat, dict):
+        beat = {}
+    keeper_word = beat.get("keeper") if isinstance(beat.get("keeper"), dict) else None
+    if not beat.get("at"):
+        return {"alive": False, "age_s": None, "name": None, "host": None, "pid": None, "activity": None, "runs": [],
+                "content": {}, "keeper": keeper_word}
     age = max(0.0, float(now) - float(beat["at"]))
     alive = age <= 3 * float(beat.get("poll_s") or 10) + 15 or float(now) <= float(beat.get("busy_until") or 0)
+    if keeper_word and float(keeper_word.get("at") or 0) < float(beat["at"]):
+        keeper_word = None  # the controller ran a pass since the keeper spoke
     return {"alive": alive, "age_s": round(age, 1), "name": beat.get("name"), "host": beat.get("host"),
-            "pid": beat.get("pid"), "activity": beat.get("activity"), "runs": list(beat.get("runs") or [])}
+            "pid": beat.get("pid"), "activity": beat.get("activity"), "runs": list(beat.get("runs") or []),
+            "content": beat.get("content") if isinstance(beat.get("content"), dict) else {}, "keeper": keeper_word}
 
 
 def controller_line(runs, text, now):
@@ -287,15 +304,23 @@ def controller_line(runs, text, now):
     heartbeat's text (see :func:`heartbeat_state`)."""
     beat = heartbeat_state(text, now)
     ids = ", ".join(beat["runs"] if runs is None else runs)
+    content = beat["content"]
+    runs_what = (" running mvp.ray %s (content %s)" % (content.get("version") or "?", content.get("hash"))
+                 if content.get("hash") else " running the checkout %s" % content["source"] if content.get("source")
+                 else "")
     if beat["alive"] and not ids:
-        return ("the job controller %s on %s (pid %s) is alive (its last pass %.0f s ago) and follows no run now"
-                % (beat["name"], beat["host"], beat["pid"], beat["age_s"]))
+        return ("the job controller %s on %s (pid %s)%s is alive (its last pass %.0f s ago) and follows no run now"
+                % (beat["name"], beat["host"], beat["pid"], runs_what, beat["age_s"]))
     ids = ids or "no run"
     if beat["alive"]:
-        return ("%s: followed by the job controller %s on %s (pid %s): it judges each attempt and continues the run "
+        return ("%s: followed by the job controller %s on %s (pid %s)%s: it judges each attempt and continues the run "
                 "after a retryable failure, with nobody waiting. Watch: ansible-playbook collect.yml -e "
                 "submission_id=<id> -e wait=true; status.yml lists the runs."
-                % (ids, beat["name"], beat["host"], beat["pid"]))
+                % (ids, beat["name"], beat["host"], beat["pid"], runs_what))
+    if beat["keeper"]:
+        return ("%s: NOT supervised - the job controller keeps dying: %s; its keeper starts it again in %.0f s. Fix "
+                "the cause, then site.yml (or playbooks/controller.yml)." % (
+                    ids, beat["keeper"].get("why"), max(0.0, float(beat["keeper"].get("next_start_at") or 0) - now)))
     if beat["age_s"] is None:
         return ("%s: NOT supervised - no job controller has run for this cluster (no heartbeat under the shared "
                 "storage's controller/). Start it with site.yml (or playbooks/controller.yml)." % ids)
@@ -552,6 +577,36 @@ class Controller(object):
             self.workers_started_at = self.clock()
             self.say("started the worker container(s) %s again" % ", ".join(started))
         return started
+
+    def start_head(self):
+        """Start the head's container again when it exited (on a docker host), and give it ``WORKER_START_S`` to answer
+        with every worker ALIVE; True when it did (no playbook needed), False otherwise (the heal playbook then runs).
+
+        Its entrypoint starts Ray from the settings the cluster play wrote and its services (the MLflow server) from
+        their files; the head's GCS storage keeps the job table, and the workers' raylets reconnect to it.
+        """
+        name = self.config["head"].get("container")
+        if not name or self.docker is None:
+            return False
+        import docker.errors  # pylint: disable=import-outside-toplevel
+        try:
+            container = self.docker().containers.get(name)
+            if container.status not in ("exited", "created"):
+                return False
+            container.start()
+        except docker.errors.NotFound:
+            return False  # gone: the heal playbook makes it
+        except docker.errors.DockerException as exc:
+            self.say("could not start the head's container %s again (%s): the heal playbook will" % (name, exc))
+            return False
+        self.say("started the head's container %s again" % name)
+        deadline = self.clock() + WORKER_START_S
+        while self.clock() < deadline:
+            if self.workers_alive() >= int(self.config["expect_workers"]):
+                self.say("healed: the head's container started again answers and every worker is ALIVE")
+                return True
+            self.sleep(1.0)
+        return False
 
     def stop_node_lost(self, sid, nodes, down, jobs_api):
         """Stop an attempt that lost a worker: its ``logs/stopped_by.json`` (cause ``node_lost``) first, then Ray's stop.
@@ -903,7 +958,7 @@ class Controller(object):
         if self.head_lost_since is None:
             self.head_lost_since = self.clock()
             self.say("the Ray head was lost while %d run(s) were followed: %s" % (len(runs), why))
-        if self.heal("head"):
+        if self.start_head() or self.heal("head"):
             self.head_lost_since = None
             self.head_replaced_at = self.clock()
             return
@@ -933,7 +988,8 @@ class Controller(object):
         busy = float(self.config["heal_timeout_s"]) + 60 if activity != "following" else 0
         beat = {"name": self.config["name"], "host": socket.gethostname(), "pid": os.getpid(),
                 "at": now, "poll_s": float(self.config["poll_s"]), "runs": list(runs),
-                "head_requests": self.requests, "activity": activity, "busy_until": now + busy}
+                "head_requests": self.requests, "activity": activity, "busy_until": now + busy,
+                "content": self.config.get("content") or {}}
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             write_text_atomic(path, json.dumps(beat, sort_keys=True) + "\n")
@@ -1027,13 +1083,86 @@ def serve(config, python, say, stop):
     return 0
 
 
-def keeper(directory, say, stop, interval=2.0):
-    """Start the services of ``directory`` again whenever their process ended (``mvp_service.keep``), until ``stop()``."""
+QUICK_DEATH_S = 30
+"""A controller that ends within this many seconds of its start died quickly: the keeper backs off."""
+
+BACKOFF_MAX_S = 300
+"""The longest pause (seconds) of the keeper between two starts of a controller that keeps dying."""
+
+
+def backoff_s(failures, interval=2.0):
+    """Seconds the keeper waits before the next start after ``failures`` quick deaths in a row (float):
+    ``interval`` doubled per death, at most :data:`BACKOFF_MAX_S`; 0 without a failure."""
+    return 0.0 if failures <= 0 else min(float(BACKOFF_MAX_S), float(interval) * 2 ** min(failures, 16))
+
+
+def keeper_note(heartbeat, failures, next_start, why, now):
+    """Put the keeper's word into the heartbeat file ``heartbeat`` (its other fields, ``at`` among them, kept: a
+    dying controller stays not alive): ``keeper`` = ``{"failures", "next_start_at", "why", "at"}``, or removed when
+    ``failures`` is 0. OSError is the caller's."""
+    try:
+        with open(heartbeat, encoding="utf-8") as handle:
+            beat = json.load(handle)
+    except (OSError, ValueError):
+        beat = {}
+    if not isinstance(beat, dict):
+        beat = {}
+    if failures:
+        beat["keeper"] = {"failures": failures, "next_start_at": next_start, "why": why, "at": now}
+    elif beat.pop("keeper", None) is None:
+        return
+    os.makedirs(os.path.dirname(heartbeat), exist_ok=True)
+    write_text_atomic(heartbeat, json.dumps(beat, sort_keys=True) + "\n")
+
+
+def keeper(directory, say, stop, interval=2.0, clock=time.time, sleep=time.sleep):
+    """Start the services of ``directory`` again whenever their process ended (``mvp_service.keep``), until ``stop()``.
+
+    A controller that died within :data:`QUICK_DEATH_S` of its start is started again after :func:`backoff_s`
+    (2, 4, 8 ... at most 300 s), and the keeper says why: a line in its log with the controller log's last lines, and
+    ``keeper`` in the heartbeat file (``status.yml`` shows it), found through the configuration beside ``directory``.
+    """
+    started_at, died_at, failures, next_start = {}, {}, 0, 0.0
+    settings = os.path.join(os.path.dirname(os.path.abspath(directory)), "settings.json")
     while not stop():
-        for name in mvp_service.keep(directory, say):
-            say("started %s again" % name)
-        time.sleep(interval)
+        now = clock()
+        for name in started_at:
+            if name not in died_at and mvp_service.running_pid(mvp_service.paths(directory, name)["pid"]) is None:
+                died_at[name] = now  # seen ended (within one interval of its end)
+        if now >= next_start:
+            for name in mvp_service.keep(directory, say):
+                say("started %s again" % name)
+                lived = died_at.pop(name, now) - started_at.get(name, float("-inf"))
+                started_at[name] = now
+                failures = failures + 1 if lived < QUICK_DEATH_S else 0
+                if not failures:
+                    continue
+                config = read_json(settings)
+                log = os.path.join(os.path.dirname(settings), "controller.log")
+                why = "the job controller ended %.0f s after its start, %d time(s) in a row; its log (%s) ends: %s" % (
+                    lived, failures, log, _tail(log))
+                next_start = now + backoff_s(failures, interval)
+                say("%s; next start in %.0f s" % (why, next_start - now))
+                if config.get("shared_dir"):
+                    try:
+                        keeper_note(os.path.join(config["shared_dir"], CONTROLLER_SUBDIR, "heartbeat.json"), failures,
+                                    next_start, why, now)
+                    except OSError as exc:
+                        say("cannot write the keeper's note into the heartbeat: %s" % exc)
+        sleep(interval)
     return 0
+
+
+def _tail(path, lines=5, limit=1500):
+    """The last ``lines`` lines of the text file ``path`` joined by " | " (at most ``limit`` characters), or '-'."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 8 * limit))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return "-"
+    return " | ".join(l for l in text.splitlines()[-lines:] if l.strip())[-limit:] or "-"
 
 
 def main(argv=None):

@@ -138,13 +138,29 @@ def unit_text(name, spec):
             "[Install]\nWantedBy=multi-user.target\n" % (name, " ".join(spec["argv"]), env, spec["cwd"]))
 
 
-def heartbeat_since(path, since):
-    """True when the heartbeat file ``path`` was written at or after ``since`` (seconds since the epoch)."""
+def heartbeat_since(path, since, content=None):
+    """True when the heartbeat file ``path`` was written at or after ``since`` (seconds since the epoch) by a
+    controller running ``content`` (dict ``{"hash", ...}`` from the configuration; None: any)."""
     try:
         with open(path, encoding="utf-8") as handle:
-            return float(json.load(handle).get("at") or 0) >= since
-    except (OSError, ValueError, AttributeError):
+            beat = json.load(handle)
+        fresh = float(beat.get("at") or 0) >= since
+    except (OSError, ValueError, AttributeError, TypeError):
         return False
+    return fresh and (not content or (beat.get("content") or {}).get("hash") == content.get("hash"))
+
+
+def log_tail(path, lines=8, limit=2000):
+    """The last ``lines`` lines of the log ``path`` (at most ``limit`` characters) as ``": ..."``, or '' (str)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 8 * limit))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    tail = " | ".join(line for line in text.splitlines()[-lines:] if line.strip())
+    return (": " + tail[-limit:]) if tail else ""
 
 
 def systemctl(*args):
@@ -232,20 +248,28 @@ def main():
     else:
         pid, keeper_pid = running_pid(where["pid"]), running_pid(keeper["pid"])
         same = read_spec(where["spec"]) == spec
-        if not changed_config and same and pid is not None and keeper_pid is not None:
+        keeper_spec = {"argv": [params["python"], "-m", MODULE, "keep", "--dir", services],
+                       "env": spec["env"], "log": os.path.join(state_dir, "keeper.log"), "cwd": state_dir}
+        keeper_file = os.path.join(state_dir, "keeper.json")
+        keeper_same = read_spec(keeper_file) == keeper_spec
+        if not changed_config and same and keeper_same and pid is not None and keeper_pid is not None:
             module.exit_json(changed=False, pid=pid, reason="running, unchanged", **result)
-        reason = ("settings changed" if pid is not None and not (same and not changed_config)
-                  else "not running" if pid is None else "its keeper was not running")
+        reason = (("its code changed" if not same else "settings changed")
+                  if pid is not None and not (same and not changed_config)
+                  else "not running" if pid is None else "its keeper was not running or its code changed")
         if module.check_mode:
             module.exit_json(changed=True, pid=pid, reason=reason, **result)
         for folder in (state_dir, services):
             os.makedirs(folder, mode=0o700, exist_ok=True)
             os.chmod(folder, 0o700)
         write_text_atomic(config_file, config_text, mode=0o600)
-        since = time.time()
+        if keeper_pid is not None and not keeper_same:
+            stop(services, KEEPER)
+            keeper_pid = None
         if pid is not None and (changed_config or not same):
             stop(services, SERVICE)
             pid = None
+        since = time.time()
         write_text_atomic(where["spec"], json.dumps(spec, sort_keys=True) + "\n", mode=0o600)
         # A running keeper starts the controller from its service file within seconds; starting it here too
         # would make two (the second would wait for the first's lock).
@@ -255,15 +279,15 @@ def main():
             except OSError as exc:
                 module.fail_json(msg="the controller could not start: %s" % exc, **result)
         if keeper_pid is None:
-            keeper_spec = {"argv": [params["python"], "-m", MODULE, "keep", "--dir", services],
-                           "env": spec["env"], "log": os.path.join(state_dir, "keeper.log"), "cwd": state_dir}
+            write_text_atomic(keeper_file, json.dumps(keeper_spec, sort_keys=True) + "\n", mode=0o600)
             start(keeper_spec, keeper["pid"])
         result["reason"] = reason
     deadline = time.time() + params["timeout"]
-    while not heartbeat_since(heartbeat, since - 1):
+    while not heartbeat_since(heartbeat, since - 1, config.get("content")):
         if time.time() > deadline:
-            module.fail_json(msg="the job controller wrote no heartbeat (%s) within %d s; its log: %s"
-                             % (heartbeat, params["timeout"], result["log"]), changed=True, **result)
+            module.fail_json(msg="the job controller did not answer (no heartbeat in %s from the content it was "
+                             "started with within %d s); its log: %s%s" % (
+                                 heartbeat, params["timeout"], result["log"], log_tail(log)), changed=True, **result)
         time.sleep(0.5)
     result.setdefault("reason", "started")
     module.exit_json(changed=True, pid=running_pid(where["pid"]), **result)

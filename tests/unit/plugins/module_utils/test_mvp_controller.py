@@ -566,3 +566,72 @@ def test_a_running_attempt_is_not_stopped_when_its_nodes_containers_run_or_ray_k
     mvp_controller.Controller(config, Playbooks(config, fake_ray, {}), docker=lambda: engine,
                               say=lambda line: None).tick()
     assert fake_ray.called("stop_job") == []
+
+
+def test_the_heartbeat_names_the_content_the_controller_runs():
+    now = 1_000_000.0
+    content = {"source": "/work/main", "version": "0.1.0", "hash": "0123456789abcdef"}
+    beat = json.dumps({"name": "ctl", "host": "h1", "pid": 7, "at": now - 1, "poll_s": 2, "runs": [],
+                       "content": content})
+    assert "(pid 7) running mvp.ray 0.1.0 (content 0123456789abcdef) is alive" in mvp_controller.controller_line(
+        None, beat, now)
+    checkout = json.dumps({"name": "ctl", "host": "h1", "pid": 7, "at": now - 1, "poll_s": 2, "runs": ["a"],
+                           "content": {"source": "/home/dev/mvp", "version": "", "hash": ""}})
+    assert "(pid 7) running the checkout /home/dev/mvp:" in mvp_controller.controller_line(None, checkout, now)
+
+
+def test_a_controller_that_keeps_dying_is_started_again_later_and_later_and_the_keeper_says_why(tmp_path):
+    """The keeper against a real service folder whose controller exits at once (``python -c 'raise SystemExit(3)'``)."""
+    import sys
+    state = tmp_path / "state"
+    services = state / "services"
+    services.mkdir(parents=True)
+    shared = tmp_path / "shared"
+    write(str(state / "settings.json"), {"shared_dir": str(shared)})
+    (state / "controller.log").write_text("Traceback (most recent call last):\nModuleNotFoundError: No module named "
+                                          "'ansible_collections.mvp'\n")
+    write(str(services / "controller.json"), {"argv": [sys.executable, "-c", "raise SystemExit(3)"], "env": {},
+                                               "log": str(tmp_path / "out.log"), "cwd": str(tmp_path)})
+    beat_path = shared / "controller" / "heartbeat.json"
+    write(str(beat_path), {"name": "ctl", "at": 50.0, "poll_s": 2, "runs": ["a"]})
+    now, starts, lines = [100.0], [], []
+
+    def sleep(seconds):
+        now[0] += seconds
+        time.sleep(0.05)  # the started program ends meanwhile
+
+    def say(line):
+        lines.append(line)
+        if line.startswith("started controller again"):
+            starts.append(now[0])
+    mvp_controller.keeper(str(services), say, lambda: now[0] > 100.0 + 120, interval=2.0, clock=lambda: now[0],
+                          sleep=sleep)
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    # Each quick death doubles the pause: 2 s between the first two starts (no death seen yet), then 4, 8, 16, 32 ...
+    expected = [2.0] + [2.0 * 2 ** n for n in range(1, len(gaps))]
+    assert len(gaps) >= 4 and gaps == expected[:len(gaps)]
+    said = [l for l in lines if "ended" in l and "in a row" in l]
+    assert said and "No module named 'ansible_collections.mvp'" in said[-1]
+    beat = read(str(beat_path))
+    assert beat["at"] == 50.0 and beat["keeper"]["failures"] == len(starts) - 1
+    line = mvp_controller.controller_line(None, json.dumps(beat), now[0])
+    assert "NOT supervised - the job controller keeps dying" in line and "No module named" in line
+    assert [mvp_controller.backoff_s(n) for n in (0, 1, 2, 8, 20)] == [0.0, 4.0, 8.0, 300.0, 300.0]
+
+
+def test_a_head_whose_container_exited_is_started_again_without_the_heal_playbook(config, fake_ray):
+    first_attempt(config, fake_ray, "RUNNING")
+    config["head"] = {"container": "head0", "network": "mvp-ray-net"}
+    head = FakeContainer("exited", exit_code=137, ip_on_start="10.0.0.1")
+    engine = FakeDocker({"head0": head})
+    playbooks = Playbooks(config, fake_ray, {})
+    ctl = mvp_controller.Controller(config, playbooks, docker=lambda: engine, say=lambda line: None)
+    ctl.tick()
+    # Started again; it answered with both workers ALIVE (the job table kept): no playbook, the attempt followed on.
+    assert head.starts == 1 and playbooks.calls == [] and ctl.head_lost_since is None
+    ctl.tick()
+    assert playbooks.calls == [] and fake_ray.called("stop_job") == []
+    # A head whose container is gone is made by the heal playbook.
+    engine.by_name.clear()
+    ctl.tick()
+    assert playbooks.names() == ["cluster.yml"]
