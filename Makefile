@@ -7,7 +7,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue bench bench-scale bench-train bench-resume bench-queue bench-controller bench-mlflow matrix matrix-ci mlflow-screenshot
+.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue controller-content bench bench-scale bench-train bench-resume bench-queue bench-controller bench-mlflow matrix matrix-ci mlflow-screenshot
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -69,6 +69,10 @@ matrix: setup engine ## Variation matrix: what verl's example scripts change, ea
 matrix-ci: setup engine ## The matrix's CI subset (GRPO with KL loss and its resume; build/matrix.json)
 	ansible-playbook site.yml
 	python tests/matrix/run.py --inventory inventories/local --host-shared /srv/mvp/private --ci
+
+controller-content: setup engine ## The job controller runs what its role installed: a code change restarts it mid-run; the collection installed into a fresh folder runs site and submit from there
+	ansible-playbook site.yml
+	python tests/reliability/controller_content.py --inventory inventories/local --host-shared /srv/mvp/private
 
 queue: setup engine ## Queue table against the local cluster: jobs of three shapes and priorities at once, a too-big one, preemption after a checkpoint, a busy start
 	ansible-playbook site.yml
