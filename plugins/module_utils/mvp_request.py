@@ -852,8 +852,8 @@ def check_request(request, catalog, defaults):
 
 
 def default_words(key):
-    """A request key's default as the docs write it: the inventory setting's name, ``none``, ``true``/``false``,
-    ``{}`` or the text of how it is derived (docs/jobs.md, the ray_job_request action's documentation).
+    """A request key's default as the docs write it: ``the inventory's <setting>``, ``none``, ``true``/``false``,
+    ``{}``, the value, or the text of how it is derived (docs/jobs.md, the ray_job_request action's documentation).
 
     :param key: RequestKey, a row of REQUEST_TABLE.
     :returns: str.
@@ -864,4 +864,6 @@ def default_words(key):
         return "true" if key.default else "false"
     if isinstance(key.default, dict):
         return "{}"
+    if isinstance(key.default, Setting):
+        return "the inventory's %s" % key.default
     return str(key.default)
