@@ -544,9 +544,6 @@ class _Checking:
         self.entry = None
 
 
-_TYPE_WORDS = {"str": "a text", "dict": "a mapping", "int": "a whole number", "bool": "true or false"}
-
-
 def _typed(key, value, checking):
     """``value`` as the key's type, None when absent (None, or "" for a text).
 
@@ -599,6 +596,9 @@ def _check_site(defaults, workload):
              "must be a mapping with trainer_overrides, env_vars and/or reward_fn_path",
              "fix the inventory setting submit_job_site_overrides")
 
+
+# The rules of the table's keys (RequestKey.check), in the table's order: each gets the value given (typed) or the
+# table's default, the keys checked before it and the _Checking; it returns the normalised value or refuses it.
 
 def _rule_workload(value, _request, checking):
     if value not in checking.catalog:
