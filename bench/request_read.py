@@ -4,9 +4,10 @@
 For every JobSpec (``jobspecs/*.yaml`` by default) times ``load_text`` (libyaml's event parser when PyYAML has
 it, as used), the same reader on pure-Python PyYAML, and ``yaml.safe_load``, ``--repeat`` times each after one
 warm-up, and reports the median (and the fastest) per file in milliseconds; the goal is at most ``--goal-ms``
-(50 ms) per ordinary request. Then times the refusals of a few hostile documents (the billion laughs, a bomb of
-merge keys, a flow list of 131,000 scalars at the size limit) with the reader's peak Python allocation
-(tracemalloc): ``yaml.safe_load`` is not run on those (the merge bomb alone takes it seconds).
+(50 ms) per ordinary request. Then times the refusals of a few hostile documents (the billion laughs and a bomb of
+merge keys, refused at their first anchor; a merge key alone; a flow list of 131,000 scalars at the size limit) with
+the reader's peak Python allocation (tracemalloc): ``yaml.safe_load`` is not run on those (the merge bomb alone takes
+it seconds).
 
 Writes the figures as JSON (``--out``) with the machine's Python and PyYAML versions.
 
@@ -30,9 +31,10 @@ sys.path.insert(0, os.path.join(ROOT, "collections"))
 
 from ansible_collections.mvp.ray.plugins.module_utils import mvp_request, mvp_request_read  # noqa: E402 pylint: disable=C0413
 
-# The builder's defaults for the whole check of a request (the local cluster's shape); the catalog is the shipped one.
+# The builder's defaults for the whole check of a request (the local cluster's shape, the role's priority classes);
+# the catalog is the shipped one.
 DEFAULTS = {"shared_root": "/private", "code_id": "verl-0.9.1", "python": "python", "worker_resource": "worker_node",
-            "address": "http://127.0.0.1:8265", "expect_workers": 2}
+            "address": "http://127.0.0.1:8265", "expect_workers": 2, "model": "Qwen2.5-0.5B-Instruct"}
 
 
 def catalog():
@@ -64,8 +66,9 @@ def hostile():
     merges = "\n".join(lines) + "\n"
     count = (mvp_request_read.LIMITS["max_bytes"] - 5) // 2
     flow = "a: [" + ",".join(["x"] * count) + "]\n"
+    merge = "workload: sft\ntrainer_overrides:\n  <<: {trainer.nnodes: 1}\n"
     return {"billion_laughs": (laughs, "10**7 strings"), "merge_bomb": (merges, "10**8 merged key copies"),
-            "flow_list_at_max_bytes": (flow, "%d scalars" % count)}
+            "merge_key": (merge, "one merged mapping"), "flow_list_at_max_bytes": (flow, "%d scalars" % count)}
 
 
 def refusal(name, text, libyaml):
@@ -101,6 +104,8 @@ def main():
         raise SystemExit("no JobSpec files")
     limits = dict(mvp_request_read.LIMITS)
     workloads = catalog()
+    with open(os.path.join(ROOT, "roles/submit_job/defaults/main.yml"), encoding="utf-8") as handle:
+        defaults = dict(DEFAULTS, priority_classes=yaml.safe_load(handle)["submit_job_priority_classes"])
     per_file = []
     for path in files:
         with open(path, "rb") as handle:
@@ -118,7 +123,7 @@ def main():
         whole = whole_min = None
         if set(mvp_request.mvp_parse_jobspec(data, path)) <= mvp_request.REQUEST_KEYS:
             whole, whole_min = timings_ms(lambda: mvp_request.check_request(
-                dict(mvp_request.mvp_parse_jobspec(data, path), submission_id="bench-1"), workloads, DEFAULTS),
+                dict(mvp_request.mvp_parse_jobspec(data, path), submission_id="bench-1"), workloads, defaults),
                 args.repeat)
         per_file.append({"file": os.path.relpath(path, ROOT), "bytes": len(data),
                          "load_text_ms": reader, "load_text_min_ms": reader_min,

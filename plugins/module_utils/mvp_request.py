@@ -1,18 +1,21 @@
 # -*- coding: utf-8 -*-
-"""The job request: read strictly, and every rule a request's fields must follow on their own.
+"""The job request: its keys in one typed table, read strictly, and every rule its fields follow, applied once.
 
-A request is a dict with the keys in ``REQUEST_KEYS`` (docs/jobs.md, "Submitting jobs"), gathered by the
+A request is a dict with the keys of ``REQUEST_TABLE`` (docs/jobs.md, "Request keys"), gathered by the
 ``ray_job_request`` action from a JobSpec file (:func:`mvp_parse_jobspec`, through the strict reader
-``mvp_request_read``), the play's request keys and ``-e``. :func:`check_request` applies every rule that
-needs only the request, the workload catalog (``mvp_workloads``) and the builder's defaults: the action
-calls it, so a bad field fails before any trip to the head; the builder (``mvp_spec.mvp_job_spec``) calls
-the same functions again.
+``mvp_request_read``), the play's variables and ``-e`` - the same keys from each place, the table's. The
+action calls :func:`check_request`, which applies every rule that needs only the request, the workload catalog
+(``mvp_workloads``) and the builder's defaults, before any trip to the head, and returns the *normalised*
+request: every key of the table, typed, with its default filled in. The builder (``mvp_spec.mvp_job_spec``)
+takes that request as given; it applies only the rules that need what it adds (the paths it fills into the
+overrides, the run a resumed job continues).
 
 All refusals raise ``JobSpecError`` (a ValueError) naming the field and the fix, before anything is written.
 """
 
 from __future__ import annotations
 
+import collections
 import posixpath
 import re
 
@@ -30,15 +33,15 @@ class JobSpecError(ValueError):
     """A request the builder refuses; the message names the field and the fix."""
 
 
-REQUEST_KEYS = frozenset([
-    "submission_id", "workload", "shared_root", "code_id", "code_path", "reward_fn_path",
-    "model", "dataset", "ray", "trainer_overrides", "env_vars", "resume_from", "max_restarts",
-    "accept_unsupported_release", "priority", "preemptible",
-])
+def fail(field, problem, fix):
+    """Raise the refusal of one field: ``job spec field '<field>': <problem>. Fix: <fix>``.
 
-# The priority class of a request that names none, and the classes when the builder's defaults give none.
-DEFAULT_PRIORITY = "normal"
-PRIORITY_CLASSES = {"low": -100, "normal": 0, "high": 100}
+    :param field: str, the request field (``trainer_overrides.trainer.nnodes``) or setting (``submit_job_queue``).
+    :param problem: str, what is wrong, with the value given.
+    :param fix: str, what to give instead.
+    :raises JobSpecError: always.
+    """
+    raise JobSpecError("job spec field '%s': %s. Fix: %s" % (field, problem, fix))
 
 
 RAY_KEYS = frozenset(["address", "entrypoint_resources", "entrypoint_num_cpus", "runtime_env"])
@@ -111,7 +114,7 @@ NULLABLE_KEYS = frozenset([
 GROUP_ESTIMATORS = frozenset(["grpo", "grpo_passk", "grpo_vectorized", "rloo", "rloo_vectorized", "opo", "gdpo"])
 
 
-def _as_list(value):
+def as_list(value):
     """Return a value that may be None, one string or a list as a list of str.
 
     Used for catalog keys (``model_key``) and verl's ``trainer.logger`` (Hydra
@@ -144,24 +147,20 @@ def mvp_loggers(value, field="trainer_overrides.trainer.logger"):
     elif isinstance(value, (list, tuple)):
         items = list(value)
     else:
-        _fail(field, "is a %s, not a list of logger names" % _kind(value), "give for example [console, file]")
+        fail(field, "is a %s, not a list of logger names" % kind_of(value), "give for example [console, file]")
     names = []
     for item in items:
         if not isinstance(item, str):
-            _fail(field, "%r is not a logger name" % (item,), "give names such as console, file, wandb")
+            fail(field, "%r is not a logger name" % (item,), "give names such as console, file, wandb")
         name = item.strip().strip("'\"").strip()
         if name and name not in names:
             names.append(name)
     if not names:
-        _fail(field, "names no logger", "give at least one, e.g. [console, file]")
+        fail(field, "names no logger", "give at least one, e.g. [console, file]")
     return names
 
 
-def _fail(field, problem, fix):
-    raise JobSpecError("job spec field '%s': %s. Fix: %s" % (field, problem, fix))
-
-
-def _kind(value):
+def kind_of(value):
     """Name a value's type for messages the way YAML users call it (Ansible wraps values in its own classes)."""
     if value is None:
         return "null"
@@ -172,7 +171,7 @@ def _kind(value):
     return type(value).__name__
 
 
-def _is_positive(value):
+def is_positive(value):
     """True for a finite int or float > 0 that is not a bool (NaN and infinity are not)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
 
@@ -185,42 +184,50 @@ def _owned_env(name):
     return None
 
 
+def env_strings(env):
+    """A mapping of environment variables as the job gets them: str -> str, booleans as ``true``/``false``.
+
+    :param env: dict or None, already checked (:func:`check_request`: names, values that have a text form).
+    :returns: dict str -> str ({} for None).
+    """
+    return {str(name): ("true" if value else "false") if isinstance(value, bool) else str(value)
+            for name, value in (env or {}).items()}
+
+
 def _check_env(env, field):
     """Check a mapping of environment variables from a request or the inventory.
 
     :param env: the value given (None allowed).
-    :param field: str, the request field for messages (``env_vars``).
-    :returns: dict str -> str (numbers and booleans as text: ``true``/``false``).
+    :param field: str, the field for messages (``env_vars``, ``ray.runtime_env.env_vars``).
+    :returns: dict str -> str (:func:`env_strings`).
     :raises JobSpecError: for a non-mapping, a name that is not an environment
         variable name, a value that is a list or mapping, or a variable the project owns.
     """
     if env is None:
         return {}
     if not isinstance(env, dict):
-        _fail(field, "is a %s, not a mapping" % _kind(env), "give NAME: value pairs")
-    out = {}
+        fail(field, "is a %s, not a mapping" % kind_of(env), "give NAME: value pairs")
     for name, value in env.items():
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            _fail(field, "%r is not an environment variable name" % (name,),
-                  "use letters, digits and '_', not starting with a digit")
+            fail(field, "%r is not an environment variable name" % (name,),
+                 "use letters, digits and '_', not starting with a digit")
         use = _owned_env(name)
         if use:
-            _fail("%s.%s" % (field, name), "is set by the project for every job", "drop it; use %s" % use)
+            fail("%s.%s" % (field, name), "is set by the project for every job", "drop it; use %s" % use)
         if isinstance(value, (dict, list)) or value is None:
-            _fail("%s.%s" % (field, name), "is a %s, not a text" % _kind(value),
-                  "give a string, number or boolean (a list or mapping has no environment form)")
-        out[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
-    return out
+            fail("%s.%s" % (field, name), "is a %s, not a text" % kind_of(value),
+                 "give a string, number or boolean (a list or mapping has no environment form)")
+    return env_strings(env)
 
 
-def _owned_overrides(entry):
+def owned_overrides(entry):
     """Trainer override keys the builder fills in for a catalog entry: key -> request field to use instead."""
     owned = {"trainer.default_local_dir": "nothing: checkpoints go to <job_dir>/checkpoints"}
     if entry.get("module"):
         owned["hydra.run.dir"] = "nothing: Hydra's output goes to <job_dir>/%s" % HYDRA_SUBDIR
     for key in entry.get("data_files") or {}:
         owned[key] = "dataset (a folder under <shared_root>/datasets with the same file names)"
-    for key in _as_list(entry.get("model_key")):
+    for key in as_list(entry.get("model_key")):
         owned[key] = "model (a folder under <shared_root>/common/models, or an absolute path)"
     if entry.get("reward_fn_key"):
         owned[entry["reward_fn_key"]] = "reward_fn_path"
@@ -242,19 +249,19 @@ def _check_overrides(overrides, field, entry, workload):
     if overrides is None:
         return {}
     if not isinstance(overrides, dict):
-        _fail(field, "is a %s, not a mapping" % _kind(overrides),
-              "give dotted keys, e.g. trainer.total_epochs: 1")
+        fail(field, "is a %s, not a mapping" % kind_of(overrides),
+             "give dotted keys, e.g. trainer.total_epochs: 1")
     if overrides and not entry.get("module"):
-        _fail(field, "workload %s is a script of the project, not a verl trainer" % workload,
-              "drop trainer_overrides for %s" % workload)
-    owned = _owned_overrides(entry)
+        fail(field, "workload %s is a script of the project, not a verl trainer" % workload,
+             "drop trainer_overrides for %s" % workload)
+    owned = owned_overrides(entry)
     for key in overrides:
         if not isinstance(key, str) or not OVERRIDE_KEY_RE.fullmatch(key):
-            _fail(field, "%r is not a Hydra override key" % (key,),
-                  "use dotted names such as trainer.total_epochs (+key adds one, ~key removes one)")
+            fail(field, "%r is not a Hydra override key" % (key,),
+                 "use dotted names such as trainer.total_epochs (+key adds one, ~key removes one)")
         bare = key.lstrip("+~")
         if bare in owned:
-            _fail("%s.%s" % (field, key), "is set by the job spec builder", "drop it; use %s" % owned[bare])
+            fail("%s.%s" % (field, key), "is set by the job spec builder", "drop it; use %s" % owned[bare])
     return overrides
 
 
@@ -309,211 +316,86 @@ def _check_sizes(overrides, field_of):
         if number is None and not (isinstance(value, (int, float)) and not isinstance(value, bool)):
             continue  # not a number at all: the head's type check names what the key expects
         if number is None or number < 1:
-            _fail(field_of(key), "must be a whole number >= 1, got %r" % (value,),
-                  "set %s to 1 or more%s" % (key, " (or null to let verl derive it)" if key in NULLABLE_KEYS else ""))
+            fail(field_of(key), "must be a whole number >= 1, got %r" % (value,),
+                 "set %s to 1 or more%s" % (key, " (or null to let verl derive it)" if key in NULLABLE_KEYS else ""))
     estimator = plain.get("algorithm.adv_estimator")
     rollouts = _whole(plain.get("actor_rollout_ref.rollout.n", 1))
     if isinstance(estimator, str) and estimator in GROUP_ESTIMATORS and rollouts is not None and rollouts < 2:
-        _fail(field_of("actor_rollout_ref.rollout.n"),
-              "algorithm.adv_estimator=%s compares the responses to one prompt, but rollout.n is %d" % (estimator, rollouts),
-              "set actor_rollout_ref.rollout.n to 2 or more (verl's GRPO examples use 5), or use adv_estimator gae")
+        fail(field_of("actor_rollout_ref.rollout.n"),
+             "algorithm.adv_estimator=%s compares the responses to one prompt, but rollout.n is %d" % (estimator, rollouts),
+             "set actor_rollout_ref.rollout.n to 2 or more (verl's GRPO examples use 5), or use adv_estimator gae")
 
 
-def _check_ray(ray, defaults):
-    """Check the request's ``ray`` block.
+def ray_settings(given, defaults):
+    """The job's ray block: the request's ``ray`` keys over the inventory's ``submit_job_ray_base``, defaults filled.
 
-    :param ray: the value given (None allowed).
-    :param defaults: builder defaults (``address``, ``worker_resource``).
-    :returns: dict with address, entrypoint_resources, entrypoint_num_cpus, runtime_env.
-    :raises JobSpecError: for unknown keys, another Jobs API address, resources
-        that are not positive numbers or do not ask for the worker resource, a
-        non-positive CPU count, or runtime_env keys that would shadow the code snapshot
-        or change the Python (Ray's runtime_env keys).
+    :param given: dict or None, the request's ``ray`` (checked by :func:`check_request`).
+    :param defaults: dict, the builder's defaults (``ray_base``, ``address``: this cluster's Jobs API,
+        ``worker_resource``).
+    :returns: dict with address, entrypoint_resources (default ``{<worker_resource>: 1}``), entrypoint_num_cpus
+        (default 1) and runtime_env (its env_vars as :func:`env_strings`).
     """
-    if ray is None:
-        ray = {}
-    if not isinstance(ray, dict):
-        _fail("ray", "is a %s, not a mapping" % _kind(ray),
-              "give keys among %s" % ", ".join(sorted(RAY_KEYS)))
-    bad = sorted(set(ray) - RAY_KEYS, key=str)
-    if bad:
-        _fail("ray.%s" % bad[0], "unknown key (known: %s)" % ", ".join(sorted(RAY_KEYS)), "remove or correct it")
-    address = defaults["address"]
-    given = ray.get("address")
-    if given is not None and (not isinstance(given, str) or given.rstrip("/") != address.rstrip("/")):
-        _fail("ray.address", "%r is not this cluster's Jobs API (%s)" % (given, address),
-              "drop ray.address; the port comes from mvp_ray_dashboard_port in the inventory")
-    resource = defaults["worker_resource"]
+    ray = dict(defaults.get("ray_base") or {}, **(given or {}))
     resources = ray.get("entrypoint_resources")
-    if resources is None:
-        resources = {resource: 1}
-    if not isinstance(resources, dict) or not resources:
-        _fail("ray.entrypoint_resources", "must be a non-empty mapping of resource name -> amount",
-              "give for example {%s: 1}" % resource)
-    for name, amount in resources.items():
-        if not isinstance(name, str) or not _is_positive(amount):
-            _fail("ray.entrypoint_resources", "%r: %r is not a resource name with a positive amount" % (name, amount),
-                  "give names with numbers > 0, e.g. {%s: 1}" % resource)
-    if resource not in resources:
-        _fail("ray.entrypoint_resources", "does not ask for %s, so the driver could land on the head" % resource,
-              "keep %s: 1 in it (the driver must run on a worker)" % resource)
     num_cpus = ray.get("entrypoint_num_cpus")
-    num_cpus = 1 if num_cpus is None else num_cpus
-    if not _is_positive(num_cpus):
-        _fail("ray.entrypoint_num_cpus", "%r is not a positive number" % (num_cpus,), "give for example 1")
-    runtime_env = ray.get("runtime_env")
-    if runtime_env is None:
-        runtime_env = {}
-    if not isinstance(runtime_env, dict):
-        _fail("ray.runtime_env", "is a %s, not a mapping" % _kind(runtime_env), "give Ray runtime_env keys")
-    for key in sorted(runtime_env, key=str):
-        if key in RUNTIME_ENV_REFUSED:
-            _fail("ray.runtime_env.%s" % key, RUNTIME_ENV_REFUSED[key],
-                  "drop it; jobs run the code snapshot (code_id) with the nodes' Python (build the image for packages)")
-        if key not in RUNTIME_ENV_KEYS:
-            _fail("ray.runtime_env.%s" % key, "unknown or unsupported runtime_env key (allowed: %s)"
-                  % ", ".join(sorted(RUNTIME_ENV_KEYS)), "remove or correct it")
-    runtime_env = dict(runtime_env)
-    runtime_env["env_vars"] = _check_env(runtime_env.get("env_vars"), "ray.runtime_env.env_vars")
-    return {"address": address, "entrypoint_resources": resources, "entrypoint_num_cpus": num_cpus,
-            "runtime_env": runtime_env}
+    runtime_env = dict(ray.get("runtime_env") or {})
+    runtime_env["env_vars"] = env_strings(runtime_env.get("env_vars"))
+    return {"address": defaults["address"],
+            "entrypoint_resources": {defaults["worker_resource"]: 1} if resources is None else resources,
+            "entrypoint_num_cpus": 1 if num_cpus is None else num_cpus, "runtime_env": runtime_env}
 
 
-def _check_text(request, key, pattern=None, hint=""):
-    """Return request[key] when it is None or a non-empty string (matching ``pattern``), else fail naming it."""
-    value = request.get(key)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str) or (pattern is not None and not pattern.fullmatch(value)):
-        _fail(key, "%r is not %s" % (value, "a text" if pattern is None else "valid"),
-              hint or "give a string")
-    return value
+def _check_ray(given, defaults):
+    """Check the request's ``ray`` block merged over the inventory's ``submit_job_ray_base``.
 
-
-def _max_restarts(request, entry, workload, defaults):
-    """How often a run may be continued automatically after a retryable failure (submit_job).
-
-    :returns: int >= 0: the request's ``max_restarts``, else ``defaults['max_restarts']``
-        (``submit_job_max_restarts``), 0 for a workload that cannot resume (no catalog ``resume`` keys).
-    :raises JobSpecError: for a value that is not a whole number >= 0, or > 0 for such a workload.
+    :param given: dict or None, the request's ``ray``.
+    :param defaults: builder defaults (``ray_base``, ``address``, ``worker_resource``).
+    :raises JobSpecError: for a base that is not a mapping, unknown keys, another Jobs API address, resources
+        that are not positive numbers or do not ask for the worker resource, a non-positive CPU count, or
+        runtime_env keys that would shadow the code snapshot or change the Python (Ray's runtime_env keys).
     """
-    given = request.get("max_restarts")
-    value = defaults.get("max_restarts", 0) if given is None else given
-    if isinstance(value, bool) or not ((isinstance(value, int) and value >= 0)
-                                       or (isinstance(value, str) and value.isdigit())):
-        _fail("max_restarts" if given is not None else "submit_job_max_restarts",
-              "%r is not a whole number >= 0" % (value,), "give 0 (never restart) or the restarts allowed, e.g. 2")
-    value = int(value)
-    if value and not (entry.get("module") and entry.get("resume")):
-        if given is not None:
-            _fail("max_restarts", "workload %s cannot continue from a checkpoint" % workload,
-                  "drop max_restarts (only workloads with `resume` keys in the catalog restart)")
-        return 0
-    return value
-
-
-def priority(request, defaults):
-    """The job's priority class and its number (the queue starts waiting jobs of a higher number first).
-
-    :param request: dict, the request (its ``priority``: a class name; absent - ``normal``).
-    :param defaults: dict, the builder's defaults (``priority_classes``: name -> whole number, the inventory's
-        ``submit_job_priority_classes``; absent - ``PRIORITY_CLASSES``).
-    :returns: dict ``{"class": str, "value": int}``.
-    :raises JobSpecError: a class the inventory does not define (naming the classes), or a class whose number is
-        not a whole number (naming ``submit_job_priority_classes``).
-    """
-    classes = defaults.get("priority_classes") or PRIORITY_CLASSES
-    if not isinstance(classes, dict):
-        _fail("submit_job_priority_classes", "is a %s, not a mapping of class name -> number" % _kind(classes),
-              "give e.g. {low: -100, normal: 0, high: 100}")
-    name = request.get("priority")
-    name = DEFAULT_PRIORITY if name is None or name == "" else name
-    if not isinstance(name, str) or name not in classes:
-        _fail("priority", "%r is not a priority class of this cluster" % (name,),
-              "use one of %s (submit_job_priority_classes)" % ", ".join("%s (%s)" % (k, v) for k, v in classes.items()))
-    value = classes[name]
-    whole = isinstance(value, int) or (isinstance(value, str) and value.lstrip("-").isdigit())
-    if isinstance(value, bool) or not whole:
-        _fail("submit_job_priority_classes", "class %s has %r, not a whole number" % (name, value),
-              "give each class a whole number (higher goes first), e.g. high: 100")
-    return {"class": name, "value": int(value)}
-
-
-def preemptible(request, job_priority, defaults):
-    """Whether the job may be preempted for a job of a higher priority (the job controller stops it right after its
-    next complete checkpoint and continues it later; docs/jobs.md "Priorities and preemption").
-
-    :param request: dict, the request (its ``preemptible``: a boolean; absent - true).
-    :param job_priority: dict, :func:`priority`'s answer for the request.
-    :param defaults: dict, the builder's defaults (``priority_classes``).
-    :returns: dict ``{"value": bool, "why": str}``: false for ``preemptible: false`` and for a job of the highest
-        class (nothing may preempt it).
-    :raises JobSpecError: ``preemptible`` is not a boolean.
-    """
-    given = request.get("preemptible")
-    if given is not None:
-        try:  # Ansible's own rule, as for accept_unsupported_release: -e key=value gives the text 'false'
-            given = boolean(given, strict=True)
-        except TypeError:
-            _fail("preemptible", "is %r, not true or false" % (given,),
-                  "give preemptible: false for a run nothing may stop for a more urgent one (default true)")
-    classes = defaults.get("priority_classes") or PRIORITY_CLASSES
-    top = max(int(v) for v in classes.values()) if classes else 0
-    if given is False:
-        return {"value": False, "why": "submitted with preemptible: false"}
-    if job_priority["value"] >= top:
-        return {"value": False, "why": "of the highest priority class (%s)" % job_priority["class"]}
-    return {"value": True, "why": "a job of a higher priority than %s (%d) may preempt it after its next complete "
-                                  "checkpoint" % (job_priority["class"], job_priority["value"])}
-
-
-def _check_identity(request, catalog, defaults):
-    """Check the request as a whole and the keys that place the job: workload, id, shared root, code.
-
-    :returns: dict with workload, entry (its catalog entry), submission_id, shared_root (normalised)
-        and code_path (the snapshot, ``<shared_root>/common/code/verl/<code_id>`` unless given).
-    :raises JobSpecError: for a request that is not a mapping, an unknown key, an unknown workload,
-        a bad submission id, a relative shared root, or a code path outside it.
-    """
-    if not isinstance(request, dict):
-        _fail("job spec", "is a %s, not a mapping" % _kind(request),
-              "give key: value pairs (a JobSpec YAML file or -e variables)")
-    unknown = sorted(set(request) - REQUEST_KEYS, key=str)
-    if unknown:
-        _fail(unknown[0], "unknown key (known: %s)" % ", ".join(sorted(REQUEST_KEYS)),
-              "remove or correct it")
-    workload = request.get("workload")
-    if not isinstance(workload, str) or workload not in catalog:
-        _fail("workload", "unknown workload %r" % (workload,),
-              "use one of %s (exactly as written)" % ", ".join(sorted(catalog)))
-    submission_id = request.get("submission_id")
-    if not is_submission_id(submission_id):
-        _fail("submission_id", "%r does not match %s" % (submission_id, SUBMISSION_ID_RE.pattern),
-              "use letters, digits, '.', '_' or '-', starting with a letter or digit; "
-              "no '/', no spaces, at most 128 characters")
-    shared_root = _check_text(request, "shared_root") or defaults["shared_root"]
-    if not posixpath.isabs(shared_root):
-        _fail("shared_root", "%r is not an absolute path" % shared_root, "use for example /private")
-    shared_root = posixpath.normpath(shared_root)
-    code_id = _check_text(request, "code_id", SUBMISSION_ID_RE,
-                          "give a snapshot name under <shared_root>/common/code/verl/ (letters, digits, '.', '_', '-')")
-    code_id = code_id or defaults["code_id"]
-    code_path = _check_text(request, "code_path") or posixpath.join(shared_root, "common/code/verl", code_id)
-    code_path = posixpath.normpath(code_path)
-    if not code_path.startswith(shared_root + "/"):
-        _fail("code_path", "%s is outside shared_root %s" % (code_path, shared_root),
-              "point it at a snapshot under %s/common/code/verl/" % shared_root)
-    return {"workload": workload, "entry": catalog[workload], "submission_id": submission_id,
-            "shared_root": shared_root, "code_path": code_path}
-
-
-def _check_request_ray(given_ray, defaults):
-    """The request's ``ray`` keys merged over the inventory's ``submit_job_ray_base``, then checked (_check_ray)."""
     base = defaults.get("ray_base") or {}
     if not isinstance(base, dict):
-        _fail("submit_job_ray_base", "is a %s, not a mapping" % _kind(base),
-              "give ray keys (%s) in the inventory or -e @jobspecs/ray-base.yaml" % ", ".join(sorted(RAY_KEYS)))
-    return _check_ray(dict(base, **given_ray) if isinstance(given_ray, dict) else (given_ray or dict(base)), defaults)
+        fail("submit_job_ray_base", "is a %s, not a mapping" % kind_of(base),
+             "give ray keys (%s) in the inventory or -e @jobspecs/ray-base.yaml" % ", ".join(sorted(RAY_KEYS)))
+    ray = dict(base, **(given or {}))
+    bad = sorted(set(ray) - RAY_KEYS, key=str)
+    if bad:
+        fail("ray.%s" % bad[0], "unknown key (known: %s)" % ", ".join(sorted(RAY_KEYS)), "remove or correct it")
+    address = defaults["address"]
+    if ray.get("address") is not None and (not isinstance(ray["address"], str)
+                                           or ray["address"].rstrip("/") != address.rstrip("/")):
+        fail("ray.address", "%r is not this cluster's Jobs API (%s)" % (ray["address"], address),
+             "drop ray.address; the port comes from mvp_ray_dashboard_port in the inventory")
+    resource = defaults["worker_resource"]
+    resources = ray.get("entrypoint_resources")
+    if resources is not None:
+        if not isinstance(resources, dict) or not resources:
+            fail("ray.entrypoint_resources", "must be a non-empty mapping of resource name -> amount",
+                 "give for example {%s: 1}" % resource)
+        for name, amount in resources.items():
+            if not isinstance(name, str) or not is_positive(amount):
+                fail("ray.entrypoint_resources", "%r: %r is not a resource name with a positive amount"
+                     % (name, amount), "give names with numbers > 0, e.g. {%s: 1}" % resource)
+        if resource not in resources:
+            fail("ray.entrypoint_resources", "does not ask for %s, so the driver could land on the head" % resource,
+                 "keep %s: 1 in it (the driver must run on a worker)" % resource)
+    if ray.get("entrypoint_num_cpus") is not None and not is_positive(ray["entrypoint_num_cpus"]):
+        fail("ray.entrypoint_num_cpus", "%r is not a positive number" % (ray["entrypoint_num_cpus"],),
+             "give for example 1")
+    runtime_env = ray.get("runtime_env")
+    if runtime_env is None:
+        return
+    if not isinstance(runtime_env, dict):
+        fail("ray.runtime_env", "is a %s, not a mapping" % kind_of(runtime_env), "give Ray runtime_env keys")
+    for key in sorted(runtime_env, key=str):
+        if key in RUNTIME_ENV_REFUSED:
+            fail("ray.runtime_env.%s" % key, RUNTIME_ENV_REFUSED[key],
+                 "drop it; jobs run the code snapshot (code_id) with the nodes' Python (build the image for packages)")
+        if key not in RUNTIME_ENV_KEYS:
+            fail("ray.runtime_env.%s" % key, "unknown or unsupported runtime_env key (allowed: %s)"
+                 % ", ".join(sorted(RUNTIME_ENV_KEYS)), "remove or correct it")
+    _check_env(runtime_env.get("env_vars"), "ray.runtime_env.env_vars")
 
 
 AFTER_EACH_EPOCH = "after_each_epoch"
@@ -521,44 +403,387 @@ AFTER_EACH_EPOCH = "after_each_epoch"
 (``sft_trainer_ray.py``); workloads whose catalog entry lists it in ``save_freq_words`` take it."""
 
 
-def _merge_overrides(entry, workload, request, defaults):
+def site_overrides_of(defaults, workload):
+    """The inventory's additions for one workload (``submit_job_site_overrides.<workload>``), or {}."""
+    return (defaults.get("site_overrides") or {}).get(workload) or {}
+
+
+def merge_overrides(entry, workload, request, defaults):
     """Merge the trainer overrides: the catalog's, then the inventory's (submit_job_site_overrides), then the request's.
 
-    Checks each layer (_check_overrides), normalises the loggers, and refuses sizes below 1 and a
-    save_freq that is not a whole number >= 1.
+    Each layer was checked by :func:`check_request`; this only merges, and normalises ``trainer.logger``
+    (:func:`mvp_loggers`).
 
-    :returns: dict with overrides (merged), site (the inventory's entry for the workload), user (the
-        request's overrides), explicit (set of keys the inventory or the request set) and field_of
-        (key -> the field to name in messages).
-    :raises JobSpecError: naming the field and the fix.
+    :returns: dict with overrides (merged), site (the inventory's entry for the workload), site_overrides (its
+        trainer overrides), user (the request's overrides), explicit (set of keys the inventory or the request set)
+        and field_of (key -> the field to name in messages).
     """
     overrides = dict(entry.get("trainer_overrides") or {})
-    site = (defaults.get("site_overrides") or {}).get(workload) or {}
-    if not isinstance(site, dict) or set(site) - {"trainer_overrides", "env_vars", "reward_fn_path"}:
-        _fail("submit_job_site_overrides.%s" % workload,
-              "must be a mapping with trainer_overrides, env_vars and/or reward_fn_path",
-              "fix the inventory setting submit_job_site_overrides")
-    site_overrides = dict(_check_overrides(site.get("trainer_overrides"),
-                                           "submit_job_site_overrides.%s.trainer_overrides" % workload, entry, workload))
+    site = site_overrides_of(defaults, workload)
+    site_overrides = dict(site.get("trainer_overrides") or {})
+    user_overrides = dict(request.get("trainer_overrides") or {})
     overrides.update(site_overrides)
-    user_overrides = _check_overrides(request.get("trainer_overrides"), "trainer_overrides", entry, workload)
     overrides.update(user_overrides)
     field_of = _field_namer(site_overrides, user_overrides, workload)
     if entry.get("module") and overrides.get("trainer.logger") is not None:
         overrides["trainer.logger"] = mvp_loggers(overrides["trainer.logger"], field_of("trainer.logger"))
-    _check_sizes(overrides, field_of)
-    save_freq = overrides.get("trainer.save_freq", 1)
-    if save_freq == AFTER_EACH_EPOCH and AFTER_EACH_EPOCH not in (entry.get("save_freq_words") or []):
-        _fail(field_of("trainer.save_freq"), "%s is read by verl's SFT trainers only; %s's trainer compares "
-              "save_freq with 0 and fails on a word (TypeError)" % (AFTER_EACH_EPOCH, workload),
-              "give the steps of one epoch as a number")
-    if save_freq != AFTER_EACH_EPOCH and (not isinstance(save_freq, int) or isinstance(save_freq, bool)
-                                          or save_freq < 1):
-        _fail("trainer_overrides.trainer.save_freq", "must be an integer >= 1%s, got %r" % (
-            " or %s" % AFTER_EACH_EPOCH if AFTER_EACH_EPOCH in (entry.get("save_freq_words") or []) else "",
-            save_freq), "set trainer.save_freq to 1 or more")
     return {"overrides": overrides, "site": site, "user": user_overrides, "site_overrides": site_overrides,
             "explicit": set(site_overrides) | set(user_overrides), "field_of": field_of}
+
+
+def _check_merged(request, entry, workload, defaults):
+    """The rules of the merged trainer overrides (catalog, inventory, request): the inventory's layer, loggers,
+    sizes (:func:`_check_sizes`) and ``trainer.save_freq`` (a whole number >= 1, or AFTER_EACH_EPOCH where
+    the catalog's ``save_freq_words`` has it).
+
+    :raises JobSpecError: naming the field (the request's, else the inventory's) and the fix.
+    """
+    site = site_overrides_of(defaults, workload)
+    _check_overrides(site.get("trainer_overrides"), "submit_job_site_overrides.%s.trainer_overrides" % workload,
+                     entry, workload)
+    _check_env(site.get("env_vars"), "submit_job_site_overrides.%s.env_vars" % workload)
+    merged = merge_overrides(entry, workload, request, defaults)
+    overrides, field_of = merged["overrides"], merged["field_of"]
+    _check_sizes(overrides, field_of)
+    words = entry.get("save_freq_words") or []
+    save_freq = overrides.get("trainer.save_freq", 1)
+    if save_freq == AFTER_EACH_EPOCH and AFTER_EACH_EPOCH not in words:
+        fail(field_of("trainer.save_freq"), "%s is read by verl's SFT trainers only; %s's trainer compares "
+             "save_freq with 0 and fails on a word (TypeError)" % (AFTER_EACH_EPOCH, workload),
+             "give the steps of one epoch as a number")
+    if save_freq != AFTER_EACH_EPOCH and (not isinstance(save_freq, int) or isinstance(save_freq, bool)
+                                          or save_freq < 1):
+        fail("trainer_overrides.trainer.save_freq", "must be an integer >= 1%s, got %r" % (
+            " or %s" % AFTER_EACH_EPOCH if AFTER_EACH_EPOCH in words else "", save_freq),
+            "set trainer.save_freq to 1 or more")
+
+
+def model_path(shared_root, model):
+    """The model folder: ``model`` under ``<shared_root>/common/models`` (a name) or as given (absolute), normalised.
+
+    :returns: str, or None without a model.
+    """
+    if not model:
+        return None
+    return posixpath.normpath(model if posixpath.isabs(model) else posixpath.join(shared_root, "common/models", model))
+
+
+def _priority_classes(defaults):
+    """The cluster's priority classes (``defaults['priority_classes']``: the inventory's
+    ``submit_job_priority_classes``, roles/submit_job/defaults/main.yml), checked.
+
+    :returns: dict class name -> int.
+    :raises JobSpecError: naming ``submit_job_priority_classes``: not a mapping, or a class whose number is not a
+        whole number.
+    """
+    classes = defaults.get("priority_classes")
+    if not isinstance(classes, dict) or not classes:
+        fail("submit_job_priority_classes", "is %s, not a mapping of class name -> number"
+             % ("an empty mapping" if isinstance(classes, dict) else "a %s" % kind_of(classes)),
+             "give each class a whole number (higher goes first), e.g. {low: -100, normal: 0, high: 100}")
+    for name, value in classes.items():
+        whole = isinstance(value, int) or (isinstance(value, str) and value.lstrip("-").isdigit())
+        if isinstance(value, bool) or not whole:
+            fail("submit_job_priority_classes", "class %s has %r, not a whole number" % (name, value),
+                 "give each class a whole number (higher goes first), e.g. high: 100")
+    return {name: int(value) for name, value in classes.items()}
+
+
+def priority_of(request, defaults):
+    """The job's priority class and its number (the queue starts waiting jobs of a higher number first).
+
+    :param request: dict, the normalised request (its ``priority``: a class of the cluster).
+    :param defaults: dict, the builder's defaults (``priority_classes``).
+    :returns: dict ``{"class": str, "value": int}``.
+    """
+    return {"class": request["priority"], "value": int(defaults["priority_classes"][request["priority"]])}
+
+
+def preemption(request, job_priority, defaults):
+    """Whether the job may be preempted for a job of a higher priority (the job controller stops it right after its
+    next complete checkpoint and continues it later; docs/jobs.md "Priorities and preemption").
+
+    :param request: dict, the normalised request (its ``preemptible``: bool).
+    :param job_priority: dict, :func:`priority_of`'s answer for the request.
+    :param defaults: dict, the builder's defaults (``priority_classes``).
+    :returns: dict ``{"value": bool, "why": str}``: false for ``preemptible: false`` and for a job of the highest
+        class (nothing may preempt it).
+    """
+    top = max(int(v) for v in defaults["priority_classes"].values())
+    if not request["preemptible"]:
+        return {"value": False, "why": "submitted with preemptible: false"}
+    if job_priority["value"] >= top:
+        return {"value": False, "why": "of the highest priority class (%s)" % job_priority["class"]}
+    return {"value": True, "why": "a job of a higher priority than %s (%d) may preempt it after its next complete "
+                                  "checkpoint" % (job_priority["class"], job_priority["value"])}
+
+
+class Setting(str):
+    """A request key's default that comes from an inventory setting (through the builder's defaults): the str is
+    the setting's name; the key's rule reads it."""
+
+
+class Derived(str):
+    """A request key's default that its rule derives (from the keys before it, or by the action): the str says how."""
+
+
+class RequestKey(collections.namedtuple("RequestKey", "name type default rule check")):
+    """One request key: ``name``; ``type`` (``str``, ``dict``, ``int`` or ``bool``, as in an Ansible argument
+    spec); ``default`` when the request gives none (a value, which the rule gets; or a :class:`Setting` or a
+    :class:`Derived`, which the rule resolves); ``rule`` (str, what a value must be: docs/jobs.md shows it);
+    ``check`` (function ``(value, request, checking) -> normalised value``: ``value`` already of ``type``, the
+    table's default, or None; ``request`` the keys normalised before it; ``checking`` a :class:`_Checking`)."""
+
+
+class _Checking:
+    """What the rules of one request read besides its keys: the catalog, the builder's defaults, the request as
+    given, and (once ``workload`` is checked) the workload's catalog entry."""
+
+    def __init__(self, catalog, defaults, given):
+        self.catalog, self.defaults, self.given = catalog, defaults, given
+        self.entry = None
+
+
+def _typed(key, value, checking):
+    """``value`` as the key's type, None when absent (None, or "" for a text).
+
+    Text from ``-e key=value`` counts for a whole number (digits) and for a boolean (Ansible's own words:
+    ``true``, ``yes``, ``false``, ...).
+
+    :raises JobSpecError: naming the key and its rule (the names to choose from, for a key in _CHOICES): a value
+        of another type.
+    """
+    if value is None or (key.type == "str" and value == ""):
+        return None
+    if key.type == "str" and isinstance(value, str):
+        return value
+    if key.type == "dict" and isinstance(value, dict):
+        return value
+    if key.type == "int":
+        number = None if isinstance(value, bool) else _whole(value)
+        if number is not None:
+            return number
+        fail(key.name, "%r is not a whole number" % (value,), "give %s: %s" % (key.name, key.rule))
+    if key.type == "bool":
+        try:  # Ansible's own rule: -e key=value gives the text 'false'
+            return boolean(value, strict=True)
+        except TypeError:
+            fail(key.name, "%r is not true or false" % (value,), "give %s: %s" % (key.name, key.rule))
+    if key.type == "dict":
+        fail(key.name, "is a %s, not a mapping" % kind_of(value), "give %s" % key.rule)
+    choices = _CHOICES.get(key.name)
+    fail(key.name, "%r is not a text" % (value,),
+         "use one of %s" % ", ".join(choices(checking)) if choices else "give %s" % key.rule)
+
+
+def _setting(checking, name, setting):
+    """The builder's default ``name`` (the inventory's ``setting``) as a text, or None; refused when not a text."""
+    value = checking.defaults.get(name)
+    if value is not None and value != "" and not isinstance(value, str):
+        fail(setting, "%r is not a text" % (value,), "set %s in the inventory" % setting)
+    return value or None
+
+
+def _check_site(defaults, workload):
+    """Refuse an inventory's ``submit_job_site_overrides`` (or its entry for ``workload``) of another shape."""
+    sites = defaults.get("site_overrides") or {}
+    if not isinstance(sites, dict):
+        fail("submit_job_site_overrides", "is a %s, not a mapping of workload -> additions" % kind_of(sites),
+             "fix the inventory setting submit_job_site_overrides")
+    site = sites.get(workload) or {}
+    if not isinstance(site, dict) or set(site) - {"trainer_overrides", "env_vars", "reward_fn_path"}:
+        fail("submit_job_site_overrides.%s" % workload,
+             "must be a mapping with trainer_overrides, env_vars and/or reward_fn_path",
+             "fix the inventory setting submit_job_site_overrides")
+
+
+# The rules of the table's keys (RequestKey.check), in the table's order: each gets the value given (typed) or the
+# table's default, the keys checked before it and the _Checking; it returns the normalised value or refuses it.
+
+def _rule_workload(value, _request, checking):
+    if value not in checking.catalog:
+        fail("workload", "unknown workload %r" % (value,),
+             "use one of %s (exactly as written)" % ", ".join(sorted(checking.catalog)))
+    checking.entry = checking.catalog[value]
+    _check_site(checking.defaults, value)
+    return value
+
+
+def _rule_submission_id(value, _request, _checking):
+    if not is_submission_id(value):
+        fail("submission_id", "%r does not match %s" % (value, SUBMISSION_ID_RE.pattern),
+             "use letters, digits, '.', '_' or '-', starting with a letter or digit; "
+             "no '/', no spaces, at most 128 characters")
+    return value
+
+
+def _rule_shared_root(value, _request, checking):
+    shared_root = value or _setting(checking, "shared_root", "mvp_shared_root")
+    if not shared_root or not posixpath.isabs(shared_root):
+        fail("shared_root", "%r is not an absolute path" % (shared_root,), "use for example /private")
+    return posixpath.normpath(shared_root)
+
+
+def _rule_code_id(value, _request, checking):
+    if value is None and checking.given.get("code_path"):
+        return None
+    code_id = value or _setting(checking, "code_id", "submit_job_code_id")
+    if code_id is None or not SUBMISSION_ID_RE.fullmatch(code_id):
+        fail("code_id" if value else "submit_job_code_id", "%r is not valid" % (code_id,),
+             "give a snapshot name under <shared_root>/common/code/verl/ (letters, digits, '.', '_', '-')")
+    return code_id
+
+
+def _rule_code_path(value, request, _checking):
+    shared_root = request["shared_root"]
+    code_path = posixpath.normpath(value or posixpath.join(shared_root, "common/code/verl", request["code_id"]))
+    if not code_path.startswith(shared_root + "/"):
+        fail("code_path", "%s is outside shared_root %s" % (code_path, shared_root),
+             "point it at a snapshot under %s/common/code/verl/" % shared_root)
+    return code_path
+
+
+def _rule_model(value, request, checking):
+    model = value or _setting(checking, "model", "submit_job_model")
+    models_dir = posixpath.join(request["shared_root"], "common/models")
+    path = model_path(request["shared_root"], model)
+    if path and not path.startswith(models_dir + "/"):
+        fail("model", "%r leads to %s, outside %s" % (model, path, models_dir),
+             "give a folder name under %s (prepare_data puts models there), without '..'" % models_dir)
+    if checking.entry.get("model_key") and not path:
+        fail("model", "workload %s needs a model" % request["workload"],
+             "set model to a folder name under %s, or submit_job_model in the inventory" % models_dir)
+    return model
+
+
+def _rule_dataset(value, _request, _checking):
+    if value is not None and not RELATIVE_RE.fullmatch(value):
+        fail("dataset", "%r is not valid" % (value,),
+             "give a folder name under <shared_root>/datasets (no absolute path, no '..')")
+    return value
+
+
+def _rule_reward_fn_path(value, request, checking):
+    workload = request["workload"]
+    field = "reward_fn_path" if value else "submit_job_site_overrides.%s.reward_fn_path" % workload
+    reward = value or site_overrides_of(checking.defaults, workload).get("reward_fn_path") or None
+    code_dir = posixpath.join(request["shared_root"], "user/code")
+    if reward is not None and not (isinstance(reward, str) and posixpath.isabs(reward)
+                                   and posixpath.normpath(reward).startswith(code_dir + "/")):
+        fail(field, "%s is outside %s" % (reward, code_dir),
+             "put the reward function under %s/ and give its absolute path" % code_dir)
+    return reward
+
+
+def _rule_ray(value, _request, checking):
+    _check_ray(value, checking.defaults)
+    return dict(value or {})
+
+
+def _rule_trainer_overrides(value, request, checking):
+    return dict(_check_overrides(value, "trainer_overrides", checking.entry, request["workload"]))
+
+
+def _rule_env_vars(value, _request, _checking):
+    return _check_env(value, "env_vars")
+
+
+def _rule_resume_from(value, request, checking):
+    if value is None:
+        return None
+    if not is_submission_id(value):
+        fail("resume_from", "%r is not a submission id" % (value,),
+             "give the submission_id of an earlier job of this workload (status.yml lists them)")
+    keys = checking.entry.get("resume")
+    if not checking.entry.get("module") or not keys:
+        fail("resume_from", "workload %s cannot continue from a checkpoint" % request["workload"],
+             "drop resume_from (only workloads with `resume` keys in the catalog resume)")
+    for key in (keys["mode_key"], keys["path_key"]):
+        if key in request["trainer_overrides"]:
+            fail("trainer_overrides.%s" % key, "is set by resume_from",
+                 "drop it from trainer_overrides, resume_from picks the checkpoint")
+    return value
+
+
+def _rule_max_restarts(value, request, checking):
+    default = checking.defaults.get("max_restarts", 0)
+    number = value if value is not None else (None if isinstance(default, bool) else _whole(default))
+    if number is None or number < 0:
+        fail("max_restarts" if value is not None else "submit_job_max_restarts",
+             "%r is not a whole number >= 0" % (value if value is not None else default,),
+             "give 0 (never restart) or the restarts allowed, e.g. 2")
+    if number and not (checking.entry.get("module") and checking.entry.get("resume")):
+        if value is not None:
+            fail("max_restarts", "workload %s cannot continue from a checkpoint" % request["workload"],
+                 "drop max_restarts (only workloads with `resume` keys in the catalog restart)")
+        return 0
+    return number
+
+
+def _rule_priority(value, _request, checking):
+    classes = _priority_classes(checking.defaults)
+    if value not in classes:
+        fail("priority", "%r is not a priority class of this cluster" % (value,),
+             "use one of %s (submit_job_priority_classes)" % ", ".join("%s (%s)" % item for item in classes.items()))
+    return value
+
+
+def _rule_as_given(value, _request, _checking):
+    """The rule of a key whose type is its whole rule (a boolean): the value given, else the table's default."""
+    return value
+
+
+# Text keys whose value is one of the names the cluster defines: a value of another type is refused listing them.
+_CHOICES = {"workload": lambda checking: sorted(checking.catalog),
+            "priority": lambda checking: list(_priority_classes(checking.defaults))}
+
+
+# The priority class of a request that names none (the classes are the inventory's submit_job_priority_classes).
+DEFAULT_PRIORITY = "normal"
+
+
+# Every request key, in the order its rule runs (a rule reads the keys before it, normalised). The JobSpec file,
+# the play's variables and -e take exactly these keys; docs/jobs.md ("Request keys") and the ray_job_request
+# action's documentation (RETURN request) list them with the same type and default (tests/unit/plugins/
+# module_utils/test_mvp_request.py compares them).
+REQUEST_TABLE = (
+    RequestKey("workload", "str", Derived("none (required)"), "a workload of the catalog (mvp_workloads), exactly as written",
+               _rule_workload),
+    RequestKey("submission_id", "str", Derived("generated: <workload>-<YYYYmmdd-HHMMSS>-<6 hex>"),
+               "letters, digits, '.', '_', '-', starting with a letter or digit, at most 128 characters "
+               "(SUBMISSION_ID_RE); the job directory is <shared_root>/jobs/<submission_id>", _rule_submission_id),
+    RequestKey("shared_root", "str", Setting("mvp_shared_root"), "an absolute path", _rule_shared_root),
+    RequestKey("code_id", "str", Setting("submit_job_code_id"),
+               "a snapshot under <shared_root>/common/code/verl/ (a name: letters, digits, '.', '_', '-'); "
+               "none when code_path is given", _rule_code_id),
+    RequestKey("code_path", "str", Derived("<shared_root>/common/code/verl/<code_id>"), "a folder under shared_root",
+               _rule_code_path),
+    RequestKey("model", "str", Setting("submit_job_model"),
+               "a folder name under <shared_root>/common/models, or an absolute path there; a verl workload needs one",
+               _rule_model),
+    RequestKey("dataset", "str", None, "a folder under <shared_root>/datasets (no absolute path, no '..') holding "
+               "the workload's data files", _rule_dataset),
+    RequestKey("reward_fn_path", "str", Setting("submit_job_site_overrides.<workload>.reward_fn_path"),
+               "an absolute path under <shared_root>/user/code/", _rule_reward_fn_path),
+    RequestKey("ray", "dict", {}, "keys among address (this cluster's Jobs API only), entrypoint_resources "
+               "(must ask for the worker resource), entrypoint_num_cpus, runtime_env (env_vars, config, "
+               "worker_process_setup_hook, nsight), over submit_job_ray_base", _rule_ray),
+    RequestKey("trainer_overrides", "dict", {}, "Hydra dotted keys -> values, e.g. {trainer.total_epochs: 1}; not "
+               "the keys the builder sets, none for a script workload", _rule_trainer_overrides),
+    RequestKey("env_vars", "dict", {}, "NAME: value pairs (a text, number or boolean); not the variables the "
+               "project sets", _rule_env_vars),
+    RequestKey("resume_from", "str", None, "the submission id of an earlier job of the same workload, whose "
+               "newest complete checkpoint the job continues", _rule_resume_from),
+    RequestKey("max_restarts", "int", Setting("submit_job_max_restarts"),
+               "a whole number >= 0 of automatic restarts (0 for a workload that cannot resume)", _rule_max_restarts),
+    RequestKey("priority", "str", DEFAULT_PRIORITY, "a class of submit_job_priority_classes", _rule_priority),
+    RequestKey("preemptible", "bool", True, "false: nothing may stop the job for a more urgent one",
+               _rule_as_given),
+    RequestKey("accept_unsupported_release", "bool", False, "true: submit a snapshot whose verl release the "
+               "nodes' platform layer does not declare", _rule_as_given),
+)
+
+REQUEST_KEYS = frozenset(key.name for key in REQUEST_TABLE)
 
 
 def mvp_parse_jobspec(data, path):
@@ -567,9 +792,9 @@ def mvp_parse_jobspec(data, path):
     :param data: bytes or str, the file's content (bytes are checked to be UTF-8).
     :param path: str, the file's path (for messages).
     :returns: dict (an empty file gives {}).
-    :raises JobSpecError: naming the file, and the field and limit where one is passed: larger than the size
-        limit, not UTF-8, not YAML, a key given twice in one mapping, too deep or too many keys or scalars
-        once aliases are resolved, or not a mapping.
+    :raises JobSpecError: naming the file, and the field, line and limit where one is passed: larger than the size
+        limit, not UTF-8, not YAML, an anchor, alias or merge key, a key given twice in one mapping, too deep, too
+        many keys or scalars, or not a mapping.
     """
     try:
         return load_text(data, "jobspec %s" % path)
@@ -590,49 +815,55 @@ def check_bounds(value, source):
         raise JobSpecError(str(exc))
 
 
-def accept_unsupported_release(request):
-    """The request's ``accept_unsupported_release``: submit a snapshot outside the platform layer's releases.
-
-    :returns: bool (absent: False).
-    :raises JobSpecError: for anything but true or false.
-    """
-    value = request.get("accept_unsupported_release")
-    if value is None:
-        return False
-    try:  # Ansible's own rule: -e key=value gives the text 'true'
-        return boolean(value, strict=True)
-    except TypeError:
-        _fail("accept_unsupported_release", "%r is not true or false" % (value,),
-              "give true to submit a snapshot the platform layer does not declare, else leave it out")
-
-
 def check_request(request, catalog, defaults):
-    """Apply every rule that needs only the request, the catalog and the builder's defaults.
+    """Apply every rule of the request (REQUEST_TABLE, in its order, then the merged trainer overrides' rules) once,
+    and return the normalised request the builder takes as given.
 
-    Called by the ``ray_job_request`` action once the request is gathered, before any task talks to the
-    head; ``mvp_spec.mvp_job_spec`` applies the same rules again when it builds the spec.
+    Called by the ``ray_job_request`` action once the request is gathered, before any task talks to the head.
 
-    :param request: dict, the gathered request (keys in REQUEST_KEYS).
+    :param request: dict, the gathered request (keys in REQUEST_KEYS; absent keys take the table's default).
     :param catalog: dict, workload name -> catalog entry (``mvp_workloads``).
-    :param defaults: dict, the builder's defaults (as for ``mvp_spec.mvp_job_spec``; ``site_overrides`` is the
-        inventory's ``submit_job_site_overrides``, bounded here too).
-    :returns: dict with workload, submission_id, shared_root and code_path (as :func:`_check_identity`).
+    :param defaults: dict, the builder's defaults (as for ``mvp_spec.mvp_job_spec``: ``shared_root``, ``code_id``,
+        ``model``, ``max_restarts``, ``priority_classes``, ``ray_base``, ``address``, ``worker_resource``;
+        ``site_overrides`` is the inventory's ``submit_job_site_overrides``, bounded here too).
+    :returns: dict with every key of REQUEST_TABLE: texts (or None), ``ray``, ``trainer_overrides`` and ``env_vars``
+        as dicts (env_vars' values as text), ``max_restarts`` an int, ``preemptible`` and
+        ``accept_unsupported_release`` bools; ``shared_root`` and ``code_path`` normalised absolute paths, and the
+        defaults from the inventory filled in (``shared_root``, ``code_id`` unless ``code_path`` is given,
+        ``model``, ``reward_fn_path``, ``max_restarts``, ``priority``). Checking it again gives it back unchanged.
     :raises JobSpecError: naming the field and the fix.
     """
     check_bounds(defaults.get("site_overrides"), "submit_job_site_overrides")
-    identity = _check_identity(request, catalog, defaults)
-    _check_text(request, "dataset", RELATIVE_RE,
-                "give a folder name under <shared_root>/datasets (no absolute path, no '..')")
-    _check_text(request, "model")
-    _check_text(request, "reward_fn_path")
-    earlier = request.get("resume_from")
-    if earlier is not None and not is_submission_id(earlier):
-        _fail("resume_from", "%r is not a submission id" % (earlier,),
-              "give the submission_id of an earlier job of this workload (status.yml lists them)")
-    _check_request_ray(request.get("ray"), defaults)
-    accept_unsupported_release(request)
-    _merge_overrides(identity["entry"], identity["workload"], request, defaults)
-    _check_env(request.get("env_vars"), "env_vars")
-    _max_restarts(request, identity["entry"], identity["workload"], defaults)
-    preemptible(request, priority(request, defaults), defaults)
-    return {key: identity[key] for key in ("workload", "submission_id", "shared_root", "code_path")}
+    if not isinstance(request, dict):
+        fail("job spec", "is a %s, not a mapping" % kind_of(request),
+             "give key: value pairs (a JobSpec YAML file or -e variables)")
+    unknown = sorted(set(request) - REQUEST_KEYS, key=str)
+    if unknown:
+        fail(unknown[0], "unknown key (known: %s)" % ", ".join(sorted(REQUEST_KEYS)), "remove or correct it")
+    checking = _Checking(catalog, defaults, request)
+    checked = {}
+    for key in REQUEST_TABLE:
+        value = _typed(key, request.get(key.name), checking)
+        if value is None and not isinstance(key.default, (Setting, Derived)):
+            value = dict(key.default) if isinstance(key.default, dict) else key.default
+        checked[key.name] = key.check(value, checked, checking)
+    _check_merged(checked, checking.entry, checked["workload"], defaults)
+    return checked
+
+
+def default_words(key):
+    """A request key's default as the docs write it: ``the inventory's <setting>``, ``none``, ``true``/``false``,
+    ``{}``, the value, or the text of how it is derived (docs/jobs.md, the ray_job_request action's documentation).
+
+    :param key: RequestKey, a row of REQUEST_TABLE.
+    :returns: str.
+    """
+    if key.default is None:
+        return "none"
+    if isinstance(key.default, bool):
+        return "true" if key.default else "false"
+    if isinstance(key.default, dict):
+        return "{}"
+    if isinstance(key.default, Setting):
+        return "the inventory's %s" % key.default
+    return str(key.default)

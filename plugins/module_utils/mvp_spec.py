@@ -6,8 +6,10 @@ submits: ``config/job_spec.json``, ``config/runtime_env.json``,
 ``config/submit_cmd.txt``, the ``ray_job`` module's arguments and, in ``check``, what the
 head looks at before submission (``mvp_submit_check.look``), judged by ``mvp_refuse``.
 
-The request's own rules live in ``mvp_request`` (the ``ray_job_request`` action applies them
-first); the builder applies them again and adds the rules that need the merged overrides.
+The builder takes the request as ``mvp_request.check_request`` returns it (the ``ray_job_request``
+action checks and normalises it, once): every request key typed, defaults filled in. It applies only
+the rules that need what it adds: the paths it fills into the merged overrides, the run a resumed job
+continues, the cluster's settings (queue, watchdog, retention, MLflow, W&B).
 All validation errors raise ``JobSpecError`` (a ValueError) with a message naming the
 field and the fix, before anything is written; the ``mvp_jobspec`` filters (a thin adapter)
 turn it into Ansible's ``AnsibleFilterError``. Names of the job directory's files come from
@@ -25,10 +27,9 @@ from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import (
     FILES, is_submission_id, job_dir as make_job_dir, job_paths)
 from ansible_collections.mvp.ray.plugins.module_utils import mvp_queue, mvp_resume
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_copies import installed_names
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import (  # noqa: F401 pylint: disable=unused-import
-    HYDRA_SUBDIR, RELATIVE_RE, REQUEST_KEYS, JobSpecError, _as_list, _check_env, _check_identity,
-    _check_request_ray, _check_text, _fail, _is_positive, _kind, _max_restarts, _merge_overrides,
-    accept_unsupported_release, mvp_loggers, preemptible, priority)
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import (
+    HYDRA_SUBDIR, as_list, env_strings, fail, is_positive, kind_of, merge_overrides, model_path, preemption,
+    priority_of, ray_settings)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_retention import (
     DEFAULT_KEEP, RetentionError, keep_setting, retention)
 
@@ -105,7 +106,7 @@ def _world_size(overrides):
     return shape[0] * shape[1] if shape else None
 
 
-def _resume(request, entry, workload, overrides, user_overrides, shared_root, defaults, notes, job_dir):
+def _resume(request, entry, workload, overrides, shared_root, defaults, notes, job_dir):
     """Point a job at the newest checkpoint of the run named by ``resume_from``.
 
     Sets the catalog's ``resume`` keys (verl: ``trainer.resume_mode=resume_path``,
@@ -125,41 +126,31 @@ def _resume(request, entry, workload, overrides, user_overrides, shared_root, de
         ``loaded_from``: what the trainer is given, ``path`` or the view; ``adjusted``: ``[{issue, url, what,
         why, left_out}]``, what was changed and why; ``links``: the view's links, link -> relative target).
     :raises JobSpecError: when the earlier run is unknown, of another workload,
-        has no complete checkpoint or was trained with another world size, or when the request
-        sets the resume keys itself.
+        has no complete checkpoint or was trained with another world size (the request's own rules of
+        ``resume_from`` are ``mvp_request``'s).
     """
-    earlier = request.get("resume_from")
+    earlier = request["resume_from"]
     if earlier is None:
         return None
-    if not is_submission_id(earlier):
-        _fail("resume_from", "%r is not a submission id" % (earlier,),
-              "give the submission_id of an earlier job of this workload (status.yml lists them)")
-    keys = entry.get("resume")
-    if not entry.get("module") or not keys:
-        _fail("resume_from", "workload %s cannot continue from a checkpoint" % workload,
-              "drop resume_from (only workloads with `resume` keys in the catalog resume)")
+    keys = entry["resume"]
     run = defaults.get("resume_run")
     if not run:
-        _fail("resume_from", "no job directory %s/jobs/%s" % (shared_root, earlier),
-              "give the submission_id of an earlier job (status.yml lists the job directories)")
+        fail("resume_from", "no job directory %s/jobs/%s" % (shared_root, earlier),
+             "give the submission_id of an earlier job (status.yml lists the job directories)")
     if run.get("workload") != workload:
-        _fail("resume_from", "%s is a %s job, this is %s" % (earlier, run.get("workload"), workload),
-              "resume from a job of the same workload")
+        fail("resume_from", "%s is a %s job, this is %s" % (earlier, run.get("workload"), workload),
+             "resume from a job of the same workload")
     ckpt, source, saver = _complete_checkpoint(run, defaults.get("resume_parents") or [], notes)
     if not ckpt:
-        _fail("resume_from", "%s saved no %scheckpoint (no %sglobal_step_N under %s/jobs/%s/checkpoints%s)"
-              % (earlier, "complete " if run.get("checkpoint") else "", "complete " if run.get("checkpoint") else "",
+        fail("resume_from", "%s saved no %scheckpoint (no %sglobal_step_N under %s/jobs/%s/checkpoints%s)"
+             % (earlier, "complete " if run.get("checkpoint") else "", "complete " if run.get("checkpoint") else "",
                  shared_root, earlier, _skipped_text(run)),
-              "resume from a job that reached trainer.save_freq steps, or lower save_freq in its next run")
+             "resume from a job that reached trainer.save_freq steps, or lower save_freq in its next run")
     world = _world_size(overrides)
     if ckpt.get("world_size") and world and ckpt["world_size"] != world:
-        _fail("resume_from", "%s was trained with world size %s (checkpoint %s), this job has %s "
-              "(trainer.nnodes x trainer.n_gpus_per_node)" % (earlier, ckpt["world_size"], ckpt["path"], world),
-              "set trainer.nnodes and trainer.n_gpus_per_node so that their product is %d" % ckpt["world_size"])
-    for key in (keys["mode_key"], keys["path_key"]):
-        if key in user_overrides:
-            _fail("trainer_overrides.%s" % key, "is set by resume_from",
-                  "drop it from trainer_overrides, resume_from picks the checkpoint")
+        fail("resume_from", "%s was trained with world size %s (checkpoint %s), this job has %s "
+             "(trainer.nnodes x trainer.n_gpus_per_node)" % (earlier, ckpt["world_size"], ckpt["path"], world),
+             "set trainer.nnodes and trainer.n_gpus_per_node so that their product is %d" % ckpt["world_size"])
     adjusted, resume_notes = mvp_resume.plan(
         keys.get("data_state"), ckpt, saver.get("epoch"), mvp_resume.restore_guarded(defaults.get("resume_restore_source")),
         job_paths(job_dir)["resume_view"])
@@ -247,7 +238,7 @@ def _retention(entry, overrides, merged, defaults, notes):
         return retention(entry, overrides, given, keep_setting(defaults.get("checkpoints_keep", DEFAULT_KEEP)),
                          notes)
     except RetentionError as exc:
-        _fail(*exc.args)
+        fail(*exc.args)
 
 
 def _is_path_key(key):
@@ -281,15 +272,15 @@ def _check_paths(overrides, field_of, shared_root, job_dir):
             if bare in ("hydra.output_subdir", "hydra.sweep.subdir"):
                 text = str(value)
                 if posixpath.isabs(text) or ".." in text.split("/"):
-                    _fail(field_of(bare), "%r would put Hydra's files outside its run folder" % (value,),
-                          "drop it (Hydra's output goes to %s/%s) or give a plain sub-folder name"
-                          % (job_dir, HYDRA_SUBDIR))
+                    fail(field_of(bare), "%r would put Hydra's files outside its run folder" % (value,),
+                         "drop it (Hydra's output goes to %s/%s) or give a plain sub-folder name"
+                         % (job_dir, HYDRA_SUBDIR))
                 continue
             text = posixpath.normpath(str(value)) if posixpath.isabs(str(value)) else None
             if text is None or not (text + "/").startswith(job_dir + "/"):
-                _fail(field_of(bare), "%r is outside the job directory %s: Hydra would write its files there, "
-                      "on whichever worker runs the driver" % (value, job_dir),
-                      "drop it; Hydra's output goes to %s/%s" % (job_dir, HYDRA_SUBDIR))
+                fail(field_of(bare), "%r is outside the job directory %s: Hydra would write its files there, "
+                     "on whichever worker runs the driver" % (value, job_dir),
+                     "drop it; Hydra's output goes to %s/%s" % (job_dir, HYDRA_SUBDIR))
             continue
         for item in value if isinstance(value, (list, tuple)) else [value]:
             text = str(item)
@@ -297,9 +288,9 @@ def _check_paths(overrides, field_of, shared_root, job_dir):
                 continue
             if not posixpath.isabs(text) or not (posixpath.normpath(text) + "/").startswith(shared_root + "/"):
                 where = "a relative path" if not posixpath.isabs(text) else "outside the shared storage"
-                _fail(field_of(bare), "%r is %s: a job reads and writes only inside the shared storage %s "
-                      "(its own files under %s)" % (item, where, shared_root, job_dir),
-                      "give an absolute path under %s, e.g. %s/%s" % (shared_root, job_dir, bare.rsplit(".", 1)[-1]))
+                fail(field_of(bare), "%r is %s: a job reads and writes only inside the shared storage %s "
+                     "(its own files under %s)" % (item, where, shared_root, job_dir),
+                     "give an absolute path under %s, e.g. %s/%s" % (shared_root, job_dir, bare.rsplit(".", 1)[-1]))
 
 
 def _dataset_columns(entry, overrides):
@@ -332,7 +323,7 @@ def _watchdog(given):
     if not given:
         return None
     if not isinstance(given, dict):
-        _fail("submit_job_watchdog", "is a %s, not a mapping" % _kind(given), "give first_step_s, floor_s and factor")
+        fail("submit_job_watchdog", "is a %s, not a mapping" % kind_of(given), "give first_step_s, floor_s and factor")
     if given.get("first_step_s") in (0, "0", None):
         return None
     out = {}
@@ -343,9 +334,9 @@ def _watchdog(given):
                 value = float(value)
             except ValueError:
                 pass
-        if not _is_positive(value):
-            _fail("submit_job_watchdog.%s" % key, "%r is not a positive number" % (value,),
-                  "set submit_job_watchdog in the inventory (first_step_s: 0 turns the watchdog off)")
+        if not is_positive(value):
+            fail("submit_job_watchdog.%s" % key, "%r is not a positive number" % (value,),
+                 "set submit_job_watchdog in the inventory (first_step_s: 0 turns the watchdog off)")
         out[key] = float(value)
     return out
 
@@ -366,7 +357,8 @@ def _entry_options(entry, metrics, watchdog, defaults):
 def mvp_job_spec(request, catalog, defaults):
     """Build and validate the job spec of one submission.
 
-    :param request: dict, the user's request (keys in REQUEST_KEYS).
+    :param request: dict, the request as ``mvp_request.check_request`` returns it (every key of
+        ``mvp_request.REQUEST_TABLE``, normalised: the ``ray_job_request`` action checked it); taken as given.
     :param catalog: dict, workload name -> catalog entry.
     :param defaults: dict with ``shared_root``, ``tools_subdir`` (optional), ``code_id``, ``python``,
         ``worker_resource``, ``address`` (this cluster's Jobs API, from
@@ -379,7 +371,8 @@ def mvp_job_spec(request, catalog, defaults):
         ``resume_run`` (the earlier run named by the request's ``resume_from``, as
         ``ray_job_runs`` returns it, or None when it has no job directory) and
         ``repeat`` (``{group, index, count}`` of ``submit.yml -e repeat=N``, or None),
-        ``ray_base`` (``submit_job_ray_base``: ray keys merged under the request's, then checked),
+        ``ray_base`` (``submit_job_ray_base``: ray keys merged under the request's),
+        ``priority_classes`` (``submit_job_priority_classes``: class name -> number),
         ``watchdog`` (``submit_job_watchdog``: {first_step_s, floor_s, factor} of the progress watchdog
         mvp_entry.py runs beside a trainer), ``dashboard_port`` (the head's dashboard port, where
         the watchdog asks for the stacks of the job's actors) and ``checkpoints_keep``
@@ -409,33 +402,27 @@ def mvp_job_spec(request, catalog, defaults):
         (the catalog's ``cluster_lock`` the job takes through mvp_gate.py, see :func:`cluster_lock`; or None),
         and mlflow (``{experiment, run_name, port, ui_url, credentials_file}`` of the job's MLflow run, made by ray_job at
         submission; None for scripts or without a tracking server).
-        Before returning, the merged overrides are checked: loggers normalised (mvp_loggers),
-        sizes >= 1 and GRPO's ``rollout.n`` >= 2 (_check_sizes), every path inside the shared
-        storage and Hydra's inside the job (_check_paths); the model under ``common/models``,
-        the reward function under ``user/code``.
+        Before returning, the rules that need what the builder adds are applied: every path of the overrides
+        inside the shared storage and Hydra's inside the job (_check_paths), the run a resumed job continues
+        (_resume), retention, W&B and MLflow loggers, the job's shape, the cluster's queue and watchdog settings.
     :raises JobSpecError: naming the field and the fix.
     """
-    identity = _check_identity(request, catalog, defaults)
-    workload, entry, shared_root = identity["workload"], identity["entry"], identity["shared_root"]
-    submission_id, code_path = identity["submission_id"], identity["code_path"]
-    dataset = _check_text(request, "dataset", RELATIVE_RE,
-                          "give a folder name under <shared_root>/datasets (no absolute path, no '..')")
-    model = _check_text(request, "model") or defaults.get("model")
-    reward = _check_text(request, "reward_fn_path")
-    ray = _check_request_ray(request.get("ray"), defaults)
+    workload, submission_id, shared_root = request["workload"], request["submission_id"], request["shared_root"]
+    entry, code_path, dataset, model = catalog[workload], request["code_path"], request["dataset"], request["model"]
+    reward = request["reward_fn_path"]
+    ray = ray_settings(request["ray"], defaults)
     job_dir = make_job_dir(shared_root, submission_id)
     tools = posixpath.join(shared_root, defaults.get("tools_subdir") or TOOLS_SUBDIR)
 
-    merged = _merge_overrides(entry, workload, request, defaults)
+    merged = merge_overrides(entry, workload, request, defaults)
     overrides, site, explicit = merged["overrides"], merged["site"], merged["explicit"]
     data = _data_files(entry, shared_root, dataset)
-    model_path = _model_path(entry, workload, model, shared_root)
-    reward = _reward_path(request, site, workload, reward, shared_root)
+    model_dir = model_path(shared_root, model)
     notes = []
     device_set = _driver_device(entry, explicit, defaults, overrides, notes)
     if entry.get("module"):
-        _fill_trainer_overrides(overrides, entry, defaults, submission_id, job_dir, data, model_path, reward)
-    resumed = _resume(request, entry, workload, overrides, merged["user"], shared_root, defaults, notes, job_dir)
+        _fill_trainer_overrides(overrides, entry, defaults, submission_id, job_dir, data, model_dir, reward)
+    resumed = _resume(request, entry, workload, overrides, shared_root, defaults, notes, job_dir)
     checkpoints = _retention(entry, overrides, merged, defaults, notes) if entry.get("module") else None
     if entry.get("module"):
         _check_paths(overrides, merged["field_of"], shared_root, job_dir)
@@ -443,9 +430,9 @@ def mvp_job_spec(request, catalog, defaults):
     mlflow = _mlflow(entry, overrides, merged["field_of"], defaults, workload, submission_id)
     watchdog = _watchdog(defaults.get("watchdog")) if entry.get("module") else None
     metrics = (posixpath.join(job_dir, METRICS_FILE)
-               if entry.get("module") and "file" in _as_list(overrides.get("trainer.logger")) else None)
+               if entry.get("module") and "file" in as_list(overrides.get("trainer.logger")) else None)
     shape = _job_shape(entry, overrides, merged["field_of"])
-    job_priority = priority(request, defaults)
+    job_priority = priority_of(request, defaults)
     entrypoint = _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, metrics, watchdog, shape,
                              job_priority["value"], (defaults.get("restart") or {}).get("queued_since"))
     if shape["pools"]:
@@ -457,10 +444,9 @@ def mvp_job_spec(request, catalog, defaults):
         notes.append("cluster lock %s: %s runs after any earlier job holding it (still PENDING or RUNNING) has "
                      "ended, waiting in its entrypoint (mvp_gate.py: MVP_GATE_WAIT/MVP_GATE_GO in the driver log); "
                      "%s" % (lock, submission_id, entry.get("cluster_lock_why") or "the jobs share cluster-wide state"))
-    env_vars = _env_vars(entry, site, workload, ray, request, metrics, code_path, tools, submission_id, job_dir)
+    env_vars = _env_vars(entry, site, ray, request, metrics, code_path, tools, submission_id, job_dir)
     needs_gpus, gpus = _gpus(entry, overrides, explicit, notes)
     trainer = bool(entry.get("module"))
-    max_restarts = _max_restarts(request, entry, workload, defaults)
     spec = {
         "submission_id": submission_id,
         "dataset_columns": _dataset_columns(entry, overrides) if data else {},
@@ -473,7 +459,7 @@ def mvp_job_spec(request, catalog, defaults):
         "code_id": posixpath.basename(code_path),
         "code_path": code_path,
         "model": model,
-        "model_path": model_path if entry.get("model_key") else None,
+        "model_path": model_dir if entry.get("model_key") else None,
         "dataset": dataset,
         "reward_fn_path": reward,
         "entrypoint": entrypoint,
@@ -499,13 +485,13 @@ def mvp_job_spec(request, catalog, defaults):
         "repeat": defaults.get("repeat") or None,
         "driver_device": device_set,
         "watchdog": watchdog if metrics else None,
-        "max_restarts": max_restarts,
+        "max_restarts": request["max_restarts"],
         "priority": job_priority,
-        "preemptible": preemptible(request, job_priority, defaults),
+        "preemptible": preemption(request, job_priority, defaults),
         "restart": defaults.get("restart") or None,
         "mlflow": mlflow,
         "request": request,
-        "accept_unsupported_release": accept_unsupported_release(request),
+        "accept_unsupported_release": request["accept_unsupported_release"],
     }
     spec["check"] = head_check(spec, entry, defaults, merged["field_of"])
     return spec
@@ -639,38 +625,6 @@ def _data_files(entry, shared_root, dataset):
     return data
 
 
-def _model_path(entry, workload, model, shared_root):
-    """The model folder: a name under ``<shared_root>/common/models`` or an absolute path inside it, or None.
-
-    :raises JobSpecError: when it leads outside ``common/models``, or the workload needs a model and has none.
-    """
-    models_dir = posixpath.join(shared_root, "common/models")
-    model_path = None
-    if model:
-        model_path = posixpath.normpath(model if posixpath.isabs(model) else posixpath.join(models_dir, model))
-        if not model_path.startswith(models_dir + "/"):
-            _fail("model", "%r leads to %s, outside %s" % (model, model_path, models_dir),
-                  "give a folder name under %s (prepare_data puts models there), without '..'" % models_dir)
-    if entry.get("model_key") and not model_path:
-        _fail("model", "workload %s needs a model" % workload,
-              "set model to a folder name under %s, or submit_job_model in the inventory" % models_dir)
-    return model_path
-
-
-def _reward_path(request, site, workload, reward, shared_root):
-    """The reward function: the request's, else the inventory's for this workload; it must be under user/code.
-
-    :raises JobSpecError: naming the field that gave a path outside ``<shared_root>/user/code``.
-    """
-    reward = reward or site.get("reward_fn_path")
-    code_dir = posixpath.join(shared_root, "user/code")
-    if reward and not (posixpath.isabs(reward) and posixpath.normpath(reward).startswith(code_dir + "/")):
-        _fail("reward_fn_path" if request.get("reward_fn_path") else "submit_job_site_overrides.%s.reward_fn_path" % workload,
-              "%s is outside %s" % (reward, code_dir), "put the reward function under %s/ and give its absolute path"
-              % code_dir)
-    return reward
-
-
 def mvp_driver_device_probe(request, catalog, defaults):
     """The file of the snapshot to read before the spec is built: does its trainer pass the driver's device on?
 
@@ -680,19 +634,16 @@ def mvp_driver_device_probe(request, catalog, defaults):
     which keeps training on the GPUs. The caller reads that file (on the head, where the snapshot is) and
     builds the spec once with ``defaults["snapshot_shares_device"]`` set to what it found.
 
-    :param request: dict, the request (as for mvp_job_spec).
+    :param request: dict, the checked request (as for mvp_job_spec).
     :param catalog: dict, the workload catalog (mvp_workloads).
     :param defaults: dict, the builder's defaults.
     :returns: dict ``{"path": <absolute file of the snapshot>, "marker": str}``, or None when nothing is to read.
-    :raises JobSpecError: for the request errors mvp_job_spec would raise first (workload, id, code path).
     """
-    identity = _check_identity(request, catalog, defaults)
-    device = identity["entry"].get("driver_device")
-    if not device:
+    entry = catalog[request["workload"]]
+    device = entry.get("driver_device")
+    if not device or device["key"] in merge_overrides(entry, request["workload"], request, defaults)["explicit"]:
         return None
-    if device["key"] in _merge_overrides(identity["entry"], identity["workload"], request, defaults)["explicit"]:
-        return None
-    return {"path": posixpath.join(identity["code_path"], device["probe_file"]), "marker": device["probe_marker"]}
+    return {"path": posixpath.join(request["code_path"], device["probe_file"]), "marker": device["probe_marker"]}
 
 
 def mvp_resume_probe(request, catalog, defaults):
@@ -703,20 +654,19 @@ def mvp_resume_probe(request, catalog, defaults):
     an epoch boundary (verl#7401). The caller reads the file on the head and builds the spec once with
     ``defaults["resume_restore_source"]`` set to its text.
 
-    :param request: dict, the request (as for mvp_job_spec).
+    :param request: dict, the checked request (as for mvp_job_spec).
     :param catalog: dict, the workload catalog (mvp_workloads).
-    :param defaults: dict, the builder's defaults.
+    :param defaults: dict, the builder's defaults (unused: the probe needs only the request and the catalog).
     :returns: dict ``{"path": <absolute file of the snapshot>}``, or None without ``resume_from`` or a
         ``data_state`` in the workload's entry.
-    :raises JobSpecError: for the request errors mvp_job_spec would raise first (workload, id, code path).
     """
-    if not request.get("resume_from"):
+    del defaults
+    if not request["resume_from"]:
         return None
-    identity = _check_identity(request, catalog, defaults)
-    state = (identity["entry"].get("resume") or {}).get("data_state")
+    state = (catalog[request["workload"]].get("resume") or {}).get("data_state")
     if not state or not state.get("restore_file"):
         return None
-    return {"path": posixpath.join(identity["code_path"], state["restore_file"])}
+    return {"path": posixpath.join(request["code_path"], state["restore_file"])}
 
 
 def _driver_device(entry, explicit, defaults, overrides, notes):
@@ -736,11 +686,11 @@ def _driver_device(entry, explicit, defaults, overrides, notes):
     return dict(device)
 
 
-def _fill_trainer_overrides(overrides, entry, defaults, submission_id, job_dir, data, model_path, reward):
+def _fill_trainer_overrides(overrides, entry, defaults, submission_id, job_dir, data, model_dir, reward):
     """Set the overrides the builder owns for a verl trainer: data, model, checkpoints, reward, Hydra's output."""
     overrides.update(data)
-    for key in _as_list(entry.get("model_key")):
-        overrides[key] = model_path
+    for key in as_list(entry.get("model_key")):
+        overrides[key] = model_dir
     overrides["trainer.default_local_dir"] = job_paths(job_dir)["checkpoints"]
     if reward:
         overrides[entry.get("reward_fn_key") or "custom_reward_function.path"] = reward
@@ -752,10 +702,10 @@ def _fill_trainer_overrides(overrides, entry, defaults, submission_id, job_dir, 
 
 def _check_wandb(overrides, field_of, defaults):
     """Refuse trainer.logger with wandb when no W&B API key reaches the workers."""
-    if "wandb" in _as_list(overrides.get("trainer.logger")) and not defaults.get("wandb_key_set"):
-        _fail(field_of("trainer.logger"), "asks for wandb but no W&B API key is configured",
-              "set mvp_wandb_api_key (keep it in Ansible Vault; it reaches the workers' environment, "
-              "never the job's files), or drop wandb from trainer.logger (console and file work offline)")
+    if "wandb" in as_list(overrides.get("trainer.logger")) and not defaults.get("wandb_key_set"):
+        fail(field_of("trainer.logger"), "asks for wandb but no W&B API key is configured",
+             "set mvp_wandb_api_key (keep it in Ansible Vault; it reaches the workers' environment, "
+             "never the job's files), or drop wandb from trainer.logger (console and file work offline)")
 
 
 def _mlflow(entry, overrides, field_of, defaults, workload, submission_id):
@@ -775,11 +725,11 @@ def _mlflow(entry, overrides, field_of, defaults, workload, submission_id):
     tracking = defaults.get("mlflow") or {}
     if not entry.get("module"):
         return None
-    loggers = _as_list(overrides.get("trainer.logger"))
+    loggers = as_list(overrides.get("trainer.logger"))
     if not tracking.get("enabled"):
         if "mlflow" in loggers:
-            _fail(field_of("trainer.logger"), "asks for mlflow but the cluster runs no MLflow tracking server",
-                  "set mvp_mlflow_enabled: true and run site.yml, or drop mlflow from trainer.logger")
+            fail(field_of("trainer.logger"), "asks for mlflow but the cluster runs no MLflow tracking server",
+                 "set mvp_mlflow_enabled: true and run site.yml, or drop mlflow from trainer.logger")
         return None
     if "mlflow" not in loggers:
         overrides["trainer.logger"] = (loggers or ["console"]) + ["mlflow"]
@@ -845,13 +795,13 @@ def _queue_settings(given):
     out = dict(QUEUE_DEFAULTS)
     for key, value in (given or {}).items():
         if key not in out:
-            _fail("submit_job_queue.%s" % key, "is not a queue setting", "use %s" % ", ".join(sorted(out)))
+            fail("submit_job_queue.%s" % key, "is not a queue setting", "use %s" % ", ".join(sorted(out)))
         try:
             number = float(value)
         except (TypeError, ValueError):
             number = -1.0
         if number < 0 or (key == "poll_s" and number == 0) or isinstance(value, bool):
-            _fail("submit_job_queue.%s" % key, "%r is not a number of seconds >= 0%s" % (
+            fail("submit_job_queue.%s" % key, "%r is not a number of seconds >= 0%s" % (
                 value, " (> 0)" if key == "poll_s" else ""), "set submit_job_queue in the inventory (0: no bound)")
         out[key] = number
     return out
@@ -867,7 +817,7 @@ def _job_shape(entry, overrides, field_of):
         shape = mvp_queue.job_shape(entry.get("module"), overrides)
     except ValueError as exc:
         key = str(exc).split(" ", 1)[0]
-        _fail(field_of(key), str(exc), "give a whole number, e.g. trainer.nnodes: 2, trainer.n_gpus_per_node: 8")
+        fail(field_of(key), str(exc), "give a whole number, e.g. trainer.nnodes: 2, trainer.n_gpus_per_node: 8")
     if shape is None:
         return {"pools": [], "gpus": 0, "cpus": 0, "keys": [],
                 "rule": "%s: a script that reserves no GPU and no placement group; never queued"
@@ -896,16 +846,15 @@ def cluster_lock(entry, overrides):
     return str(lock)
 
 
-def _env_vars(entry, site, workload, ray, request, metrics, code_path, tools, submission_id, job_dir):
+def _env_vars(entry, site, ray, request, metrics, code_path, tools, submission_id, job_dir):
     """The job's environment: catalog, inventory, ray.runtime_env, request, then the variables the project owns.
 
     :returns: dict str -> str (runtime_env.env_vars).
-    :raises JobSpecError: for a variable the project owns or a value with no environment form.
     """
     env_vars = {str(k): str(v) for k, v in (entry.get("env_vars") or {}).items()}
-    env_vars.update(_check_env(site.get("env_vars"), "submit_job_site_overrides.%s.env_vars" % workload))
+    env_vars.update(env_strings(site.get("env_vars")))
     env_vars.update(ray["runtime_env"]["env_vars"])
-    env_vars.update(_check_env(request.get("env_vars"), "env_vars"))
+    env_vars.update(request["env_vars"])
     if metrics:
         env_vars["VERL_FILE_LOGGER_PATH"] = metrics
     env_vars["PYTHONPATH"] = "%s:%s:${PYTHONPATH}" % (code_path, tools)
@@ -929,8 +878,8 @@ def _gpus(entry, overrides, explicit, notes):
         return False, 0
     shape = _shape(overrides, per_node_default=1)
     if shape is None:
-        _fail("trainer_overrides.trainer.nnodes", "trainer.nnodes and trainer.n_gpus_per_node must be integers",
-              "give whole numbers, e.g. trainer.nnodes: 2, trainer.n_gpus_per_node: 8")
+        fail("trainer_overrides.trainer.nnodes", "trainer.nnodes and trainer.n_gpus_per_node must be integers",
+             "give whole numbers, e.g. trainer.nnodes: 2, trainer.n_gpus_per_node: 8")
     return True, shape[0] * shape[1]
 
 

@@ -248,10 +248,14 @@ def cases(tmp, existing_id):
          ["-e", "workload=sft"] + model + ["-e", "submit_job_checkpoints_keep=1000000000000"],
          "no room on the shared storage for this job's checkpoints: one checkpoint is about"),
         # Issue 50: the request read strictly and within bounds, before anything else looks at it (the time and the
-        # play's peak memory are in the table: the bomb took minutes and 4.3 GB before).
+        # play's peak memory are in the table: the bomb took minutes and 4.3 GB before). Issue 62: a JobSpec takes
+        # no anchors, aliases or merge keys at all, refused at the first one.
         ("JobSpec whose aliases expand to 10^7 strings", "submit.yml",
          ["-e", "jobspec=" + write(os.path.join(tmp, "bomb.yaml"), BOMB)],
-         "65536 scalars"),
+         "anchor &a on line 2"),
+        ("JobSpec with a merge key", "submit.yml", ["-e", "jobspec=" + write(
+            os.path.join(tmp, "merge.yaml"), "workload: sft\ntrainer_overrides:\n  <<: {trainer.nnodes: 1}\n")],
+         "merge key '<<' on line 3"),
         ("JobSpec larger than the size limit", "submit.yml",
          ["-e", "jobspec=" + write(os.path.join(tmp, "big.yaml"), "workload: selftest\n" + "#" * 300000 + "\n")],
          "262144 bytes"),

@@ -28,6 +28,7 @@ for sub in ("collections", "plugins/filter"):
     sys.path.insert(0, os.path.join(ROOT, sub))
 
 from mvp_jobspec import mvp_job_spec  # noqa: E402
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import check_request  # noqa: E402
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_verl_rules import CHILD, RESULT_MARK  # noqa: E402
 
 INVENTORIES = ("dev", "prod")
@@ -80,10 +81,12 @@ def main():
     for inventory, label, request, site, settings in cases:
         defaults = {"shared_root": settings.get("mvp_shared_root", "/private"), "code_id": "verl-0.9.1",
                     "python": args.python, "worker_resource": "worker_node", "expect_workers": 2,
-                    "model": args.model, "address": "http://127.0.0.1:8265", "site_overrides": site}
+                    "model": args.model, "address": "http://127.0.0.1:8265", "site_overrides": site,
+                    "priority_classes": {"normal": 0}}
         request = dict(request, submission_id="catalog-check")
         request.pop("model", None)  # the JobSpec files name the GPU model (Qwen2.5-0.5B-Instruct)
-        specs.append((inventory, label, mvp_job_spec(request, catalog, defaults)))
+        # as the role does: the ray_job_request action checks the request, the filter builds the spec from it
+        specs.append((inventory, label, mvp_job_spec(check_request(request, catalog, defaults), catalog, defaults)))
     # dev and prod often build the same spec: each distinct config is checked once, two at a time (each check is
     # one Python on the head, mostly importing torch and verl)
     first = {}

@@ -52,14 +52,16 @@ def spec_defaults():
     """The defaults the job spec builder gets besides the catalog (``mvp_job_spec(request, catalog, defaults)``).
 
     A cluster with the shared root /private, the snapshot verl-0.9.1, two workers carrying
-    ``worker_node``, the Jobs API on the default port, and the shared watchdog limits and queue
-    settings (``submit_job_watchdog``, ``submit_job_queue`` of roles/submit_job/defaults/main.yml).
+    ``worker_node``, the Jobs API on the default port, and the shared watchdog limits, queue settings and
+    priority classes (``submit_job_watchdog``, ``submit_job_queue``, ``submit_job_priority_classes`` of
+    roles/submit_job/defaults/main.yml).
     """
     return {"shared_root": "/private", "code_id": "verl-0.9.1", "python": "python",
             "worker_resource": "worker_node", "expect_workers": 2, "model": "Qwen2.5-0.5B-Instruct",
             "address": "http://127.0.0.1:8265",
             "watchdog": _role_default("submit_job", "submit_job_watchdog"),
-            "queue": _role_default("submit_job", "submit_job_queue")}
+            "queue": _role_default("submit_job", "submit_job_queue"),
+            "priority_classes": _role_default("submit_job", "submit_job_priority_classes")}
 
 
 @pytest.fixture(scope="session")

@@ -7,9 +7,11 @@ import shlex
 import pytest
 
 import mvp_spec
-from mvp_jobspec import hydra_value, mvp_job_spec, mvp_submit_cmd
+from mvp_jobspec import hydra_value, mvp_submit_cmd
+from request_then_spec import mvp_job_spec
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import new_submission_id
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import JobSpecError, check_request
 
 
 @pytest.fixture
@@ -175,18 +177,18 @@ def test_sft_keeps_snapshot_device_when_the_snapshot_shares_it_with_workers(cata
 def test_the_device_probe_names_the_snapshot_file_only_when_the_builder_would_set_the_device(catalog, spec_defaults):
     from mvp_jobspec import mvp_driver_device_probe
 
+    def probe(**request):  # the role probes the request the action checked
+        return mvp_driver_device_probe(check_request(dict(request, submission_id="j"), catalog, spec_defaults),
+                                       catalog, spec_defaults)
+
     device = catalog["sft"]["driver_device"]
-    probe = mvp_driver_device_probe({"workload": "sft", "submission_id": "j"}, catalog, spec_defaults)
     built = mvp_job_spec({"workload": "sft", "submission_id": "j"}, catalog, spec_defaults)
-    assert probe == {"path": built["code_path"] + "/" + device["probe_file"], "marker": device["probe_marker"]}
+    assert probe(workload="sft") == {"path": built["code_path"] + "/" + device["probe_file"],
+                                     "marker": device["probe_marker"]}
     # The request sets the key itself, or the workload has no driver device: nothing to read.
-    assert mvp_driver_device_probe({"workload": "sft", "submission_id": "j",
-                                    "trainer_overrides": {device["key"]: "cpu"}}, catalog, spec_defaults) is None
+    assert probe(workload="sft", trainer_overrides={device["key"]: "cpu"}) is None
     without = [w for w, entry in catalog.items() if not entry.get("driver_device")]
-    assert without and all(mvp_driver_device_probe({"workload": w, "submission_id": "j"}, catalog, spec_defaults)
-                           is None for w in without)
-    with pytest.raises(Exception, match="workload"):
-        mvp_driver_device_probe({"workload": "nope", "submission_id": "j"}, catalog, spec_defaults)
+    assert without and all(probe(workload=w) is None for w in without)
 
 
 def test_jobspec_files_parse_or_fail_naming_the_file():
@@ -430,7 +432,10 @@ def test_max_restarts_comes_from_the_request_or_the_setting(catalog, spec_defaul
         request["max_restarts"] = request_value
     result = mvp_job_spec(request, catalog, dict(spec_defaults, max_restarts=default))
     assert result["max_restarts"] == expected
-    assert result["request"] == request and result["restart"] is None
+    # The spec records the checked request: every key given, max_restarts as the whole number it resolved to.
+    recorded = {key: result["request"][key] for key in list(request) + ["max_restarts"]}
+    assert recorded == dict(request, max_restarts=expected)
+    assert result["restart"] is None
 
 
 @pytest.mark.parametrize("request_value, workload, message", [
@@ -568,13 +573,14 @@ def test_the_builder_makes_the_head_checks_inputs(catalog, spec_defaults):
     assert plain["reward"] is None and plain["verl_checks"] is None
 
 
-def test_an_id_or_code_id_with_a_trailing_newline_is_refused():
-    from mvp_request import JobSpecError, _check_text
-    from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import SUBMISSION_ID_RE, is_submission_id
+def test_an_id_or_code_id_with_a_trailing_newline_is_refused(catalog, spec_defaults):
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import is_submission_id
 
     assert is_submission_id("heldout-newline") and not is_submission_id("heldout-newline\n")
-    with pytest.raises(JobSpecError, match="code_id"):
-        _check_text({"code_id": "verl-0.9.1\n"}, "code_id", SUBMISSION_ID_RE)
+    for key, value in (("code_id", "verl-0.9.1\n"), ("submission_id", "heldout-newline\n")):
+        request = dict({"workload": "sft", "submission_id": "j"}, **{key: value})
+        with pytest.raises(JobSpecError, match="job spec field '%s'" % key):
+            check_request(request, catalog, spec_defaults)
 
 
 def test_a_request_names_its_priority_class_and_the_gate_gets_its_number(spec, catalog, spec_defaults):
@@ -595,7 +601,7 @@ def test_a_request_names_its_priority_class_and_the_gate_gets_its_number(spec, c
 
 @pytest.mark.parametrize("request_priority, classes, field, words", [
     ("urgent", None, "priority", "low (-100), normal (0), high (100)"),
-    (3, None, "priority", "not a priority class"),
+    (3, None, "priority", "3 is not a text. Fix: use one of low, normal, high"),
     ("high", {"high": "very"}, "submit_job_priority_classes", "not a whole number"),
     ("normal", ["normal"], "submit_job_priority_classes", "not a mapping"),
 ])

@@ -5,7 +5,8 @@ field (``job spec field '<field>'``) and the fix; each good one must pass.
 """
 import pytest
 
-from mvp_jobspec import OWNED_ENV, RUNTIME_ENV_REFUSED, _owned_overrides, mvp_job_spec
+from mvp_jobspec import OWNED_ENV, RUNTIME_ENV_REFUSED, owned_overrides
+from request_then_spec import mvp_job_spec
 
 
 @pytest.fixture
@@ -173,7 +174,7 @@ def test_scalar_env_values_become_text(build):
 
 @pytest.mark.parametrize("workload", ["sft", "grpo", "ppo"])
 def test_trainer_override_keys_the_builder_owns_are_refused_naming_the_field_to_use(workload, catalog, refused):
-    owned = _owned_overrides(catalog[workload])
+    owned = owned_overrides(catalog[workload])
     assert "trainer.default_local_dir" in owned
     for key, use in owned.items():
         for given in (key, "+" + key, "++" + key):

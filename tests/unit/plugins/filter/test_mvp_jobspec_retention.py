@@ -2,7 +2,8 @@
 or the inventory's own value winning) and the refusal when the shared storage has no room for the checkpoints."""
 import pytest
 
-from mvp_jobspec import mvp_job_spec, mvp_submit_problems
+from mvp_jobspec import mvp_submit_problems
+from request_then_spec import mvp_job_spec
 from mvp_retention import DEFAULT_KEEP, checkpoint_bytes, human
 
 

@@ -1,7 +1,8 @@
 """mvp_submit_problems: every reason a built job spec cannot be submitted, from the head's look."""
 import pytest
 
-from mvp_jobspec import mvp_job_spec, mvp_submit_problems
+from mvp_jobspec import mvp_submit_problems
+from request_then_spec import mvp_job_spec
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ import shlex
 
 import pytest
 
-from mvp_jobspec import (HYDRA_SUBDIR, hydra_value, mvp_job_spec, mvp_loggers, mvp_submit_problems)
+from mvp_jobspec import HYDRA_SUBDIR, hydra_value, mvp_loggers, mvp_submit_problems
+from request_then_spec import mvp_job_spec
 from test_mvp_jobspec_submit_problems import healthy
 
 try:
@@ -32,9 +33,12 @@ def spec(catalog, spec_defaults):
 
 @pytest.fixture
 def refused(catalog, spec_defaults):
-    """Build, expect a refusal naming ``field`` with ``text`` and a fix, and return its message."""
+    """Build, expect a refusal naming ``field`` with ``text`` and a fix, and return its message.
+
+    The request's own rules refuse in the ray_job_request action (JobSpecError, a ValueError), the builder's in
+    the filter (AnsibleFilterError)."""
     def refused_(field, text, workload="grpo", defaults=None, **request):
-        with pytest.raises(AnsibleFilterError) as info:
+        with pytest.raises((AnsibleFilterError, ValueError)) as info:
             mvp_job_spec(dict(workload=workload, submission_id="job-1", **request), catalog,
                          defaults or spec_defaults)
         message = str(info.value)

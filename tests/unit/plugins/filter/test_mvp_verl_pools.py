@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from mvp_jobspec import mvp_job_spec, mvp_submit_problems
+from mvp_jobspec import mvp_submit_problems
+from request_then_spec import mvp_job_spec
 from test_mvp_jobspec_submit_problems import healthy
 
 

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_hydra import validate_overrides
-from mvp_jobspec import mvp_job_spec
+from request_then_spec import mvp_job_spec
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_hydra import REDACTED, redact, validate_overrides
-from mvp_jobspec import mvp_job_spec
+from request_then_spec import mvp_job_spec
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from ansible_collections.mvp.ray.plugins.module_utils import mvp_job
-from mvp_jobspec import mvp_job_spec
+from request_then_spec import mvp_job_spec
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_create import safe_join
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -50,7 +50,8 @@ def test_the_spec_carries_the_contract_paths_and_the_job_dir_writer_accepts_them
     with open(os.path.join(ROOT, "inventories/common/all/00-mvp-workloads.yml")) as handle:
         catalog = yaml.safe_load(handle)["mvp_workloads"]
     defaults = {"shared_root": "/private", "code_id": "verl-0.9.1", "python": "python", "worker_resource": "worker_node",
-                "address": "http://127.0.0.1:8265", "model": "tiny", "expect_workers": 2}
+                "address": "http://127.0.0.1:8265", "model": "tiny", "expect_workers": 2,
+                "priority_classes": {"normal": 0}}
     spec = mvp_job_spec({"workload": "sft", "submission_id": "sft-x"}, catalog, defaults)
     assert spec["paths"] == mvp_job.job_paths("/private/jobs/sft-x")
     assert spec["metrics_file"] == spec["paths"]["metrics"]

@@ -76,16 +76,18 @@ def test_the_cpu_plugin_declares_its_releases_and_the_refusal_names_them():
 
 @pytest.mark.parametrize("value,accepted", [(True, True), ("true", True), ("yes", True), (False, False),
                                             ("false", False), (None, False)])
-def test_accept_unsupported_release_takes_ansibles_booleans(value, accepted):
+def test_accept_unsupported_release_takes_ansibles_booleans(value, accepted, catalog, spec_defaults):
     # `-e accept_unsupported_release=true` gives the text 'true'; a JobSpec file a YAML boolean
-    from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import accept_unsupported_release
-    request = {} if value is None else {"accept_unsupported_release": value}
-    assert accept_unsupported_release(request) is accepted
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import check_request
+    request = {"workload": "sft", "submission_id": "j"}
+    if value is not None:
+        request["accept_unsupported_release"] = value
+    assert check_request(request, catalog, spec_defaults)["accept_unsupported_release"] is accepted
 
 
-def test_accept_unsupported_release_refuses_anything_else_naming_the_field():
-    from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import accept_unsupported_release
-    from ansible_collections.mvp.ray.plugins.module_utils.mvp_spec import JobSpecError
+def test_accept_unsupported_release_refuses_anything_else_naming_the_field(catalog, spec_defaults):
+    from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import JobSpecError, check_request
     with pytest.raises(JobSpecError) as error:
-        accept_unsupported_release({"accept_unsupported_release": "perhaps"})
+        check_request({"workload": "sft", "submission_id": "j", "accept_unsupported_release": "perhaps"}, catalog,
+                      spec_defaults)
     assert "'accept_unsupported_release': 'perhaps' is not true or false" in str(error.value)

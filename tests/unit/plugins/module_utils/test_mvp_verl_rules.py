@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from mvp_jobspec import mvp_job_spec
+from request_then_spec import mvp_job_spec
 from mvp_verl_rules import composed_problems, mirrored_problems, run_snapshot_checks
 
 
