@@ -5,8 +5,8 @@ Cases:
 
 * "code change": an SFT run submitted with ``-e wait=false`` trains; a controller module of the checkout is changed
   (one comment line appended to ``plugins/module_utils/mvp_restart.py``) and ``site.yml`` runs: the controller is
-  restarted with the new content (the hash in its heartbeat changes, and its pid), and the run it followed still ends
-  trained, with its end record. The file is put back and ``site.yml`` runs again (the content hash returns).
+  restarted with the new content (the hash in its heartbeat changes, and its pid) while the run trains, follows it
+  (the run in its heartbeat, a new step), and ends it with its record once it is stopped (``stop.yml``). The file is put back and ``site.yml`` runs again (the content hash returns).
 * "installed from anywhere": the collection built with ``ansible-galaxy collection build`` and installed into a fresh
   folder, the local inventory copied beside it (``inventories/local`` and ``inventories/common``, its secrets
   included: the running cluster's token), then ``ansible-playbook mvp.ray.site`` and ``mvp.ray.submit -e
@@ -35,8 +35,9 @@ from verdicts import Job, extra_vars, read_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EDITED = os.path.join(ROOT, "plugins", "module_utils", "mvp_restart.py")
-# An SFT of 8 epochs (64 steps, about 3 minutes here): long enough that site.yml runs while it trains.
-OVERRIDES = {"trainer.total_epochs": 8}
+# An SFT of 40 epochs (320 steps, about 8 minutes here): site.yml runs while it trains (it took up to 90 s on a busy
+# machine); the run is stopped once the restarted controller has followed it through a new step.
+OVERRIDES = {"trainer.total_epochs": 40}
 RUN_END_TIMEOUT = 900
 
 
@@ -115,9 +116,19 @@ def case_code_change(case):
     finally:
         with open(EDITED, "w", encoding="utf-8") as handle:
             handle.write(text)
+    step = max(job.steps())
+    deadline = time.time() + 300
+    while max(job.steps()) <= step:
+        if time.time() > deadline:
+            raise CaseFailed("%s logged no step after the controller's restart (last %d)" % (job.id, step))
+        time.sleep(1)
+    stop = case.play("stop.yml", ["-e", "submission_id=" + job.id], label="stop.yml")
+    case.check(stop.rc == 0, "stop.yml rc=%s" % stop.rc)
     end = wait_run_end(job)
-    case.check(end.get("state") == "ended" and end.get("trained") is True,
-               "%s ended %s, expected ended and trained" % (job.id, end))
+    case.check(end.get("state") == "ended" and (end.get("verdict") or {}).get("cause") == "stopped",
+               "%s ended %s, expected ended by the restarted controller with its verdict (stopped)" % (job.id, end))
+    case.note("%s trained on to step %d under the restarted controller, was stopped and ended with its record"
+              % (job.id, max(job.steps())))
     since = time.time()
     site = case.play("site.yml", label="site.yml with the file put back")
     case.check(site.rc == 0, "site.yml rc=%s after the file was put back" % site.rc)
@@ -193,7 +204,7 @@ def case_installed(case):
 
 CASES = [
     ("code change", "a controller module edited, site.yml: the controller restarts with the new content (hash, pid) "
-     "and the run it followed ends trained", case_code_change),
+     "while a run trains, follows it on and ends it with its record", case_code_change),
     ("installed from anywhere", "built, installed into a fresh folder with the local inventory beside it: mvp.ray.site "
      "and mvp.ray.submit -e wait=false from there; the controller runs its installed copy and ends the run",
      case_installed),
