@@ -134,7 +134,7 @@ def case_code_change(case):
     case.check(site.rc == 0, "site.yml rc=%s after the file was put back" % site.rc)
     back_hash = content_hash(ROOT)  # the checkout's content now (the same as before unless it was edited meanwhile)
     wait_for_beat(cluster, back_hash, since)
-    case.note("%s: trained; the file put back, the controller runs %s again" % (job.id, back_hash))
+    case.note("the file put back, the controller runs %s again" % back_hash)
 
 
 def case_installed(case):
