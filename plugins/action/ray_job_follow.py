@@ -9,7 +9,6 @@ seconds with the job's progress read from its job directory (module_utils mvp_pr
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 import signal
@@ -18,14 +17,15 @@ import time
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_controller import heartbeat_state
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import file_names
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_progress import progress_line
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_run_state import (
+    Files, attempt_file, heartbeat_file, heartbeat_state, run_state)
 
 display = Display()
 
 INFO_MODULE = "mvp.ray.ray_job_info"
 SLURP_MODULE = "ansible.builtin.slurp"
+STAT_MODULE = "ansible.builtin.stat"
 
 DECISION_POLL_S = 2.0
 """Seconds between two looks for the job controller's decision once an attempt has ended (run mode)."""
@@ -71,6 +71,20 @@ def observe(history, progress):
     return history
 
 
+class HostFiles(Files):
+    """The files of the task's host (the head, where the shared storage is), read through modules (module_utils
+    ``mvp_run_state.Files``): slurp for a file's text, stat for a folder."""
+
+    def __init__(self, action, task_vars):
+        self.action, self.task_vars = action, task_vars
+
+    def text(self, path):
+        return self.action._read_text(path, self.task_vars)  # pylint: disable=protected-access
+
+    def isdir(self, path):
+        return self.action._is_dir(path, self.task_vars)  # pylint: disable=protected-access
+
+
 class ActionModule(ActionBase):
     """Follow one job (see plugins/modules/ray_job_follow.py)."""
 
@@ -92,8 +106,10 @@ class ActionModule(ActionBase):
 
     def _follow_run(self, args, task_vars, interval, jobs_dir, run_timeout):
         """Follow a run: each attempt to its end (:meth:`_follow`), then the job controller's decision - the next
-        attempt (``logs/restart.json``) or the run's end (``logs/run_end.json`` of its first attempt)."""
+        attempt (``logs/restart.json``) or the run's end (``logs/run_end.json`` of its first attempt), as
+        module_utils ``mvp_run_state`` reads them for the job controller too (here on the task's host)."""
         run = current = args["submission_id"]
+        files = HostFiles(self, task_vars)
         deadline = time.time() + (run_timeout or 86400 * 30)
         # The controller owns the deadlines (it stops a stalled attempt and records why); this only watches.
         args.update(wait="terminal", pending_timeout=int(run_timeout or 86400 * 30),
@@ -117,31 +133,41 @@ class ActionModule(ActionBase):
                     "waiting for it" % (current, str(result.get("msg") or "")[:300]))
                 time.sleep(max(interval, DECISION_POLL_S))
                 continue
-            end = self._read_json(jobs_dir, run, "run_end", task_vars)
-            if end:
-                status = self._read_json(jobs_dir, end.get("attempts", [current])[-1], "status", task_vars)
-                return dict(result, changed=False, failed=False, submission_id=(end.get("attempts") or [current])[-1],
-                            run_end=end, status=status, progress_lines=lines, module_calls=calls,
-                            http_requests=requests)
-            link = self._read_json(jobs_dir, current, "restart", task_vars)
-            if link.get("next") and link["next"] != current:
-                display.display("%s ended (%s: %s); the job controller continues run %s as %s: %s" % (
-                    current, link.get("cause"), str(link.get("summary") or "")[:300], run, link["next"],
-                    link.get("why") or ""))
-                current, ended_at = link["next"], None
-                continue
-            beat = heartbeat_state(self._read_text(posixpath.join(posixpath.dirname(jobs_dir), "controller",
-                                                                  "heartbeat.json"), task_vars), time.time())
-            ended_at = ended_at or time.time()
-            if not beat["alive"]:
-                say("gone-" + current, "%s ended and no job controller judges it: %s" % (
-                    current, "its heartbeat is %s s old" % beat["age_s"] if beat["age_s"] is not None
-                    else "none has run for this cluster (site.yml starts it)"))
-            elif run not in beat["runs"] and time.time() - ended_at > 60:
-                say("unfollowed-" + current, "%s ended and the job controller %s does not follow run %s (its first "
-                    "attempt's config/controller.json is missing or unreadable); its log on %s says why"
-                    % (current, beat["name"], run, beat["host"]))
-            time.sleep(DECISION_POLL_S)
+            while True:
+                state = run_state(jobs_dir, run, files)
+                if state["ended"]:
+                    end = state["ended"]
+                    last = (end.get("attempts") or state["attempts"])[-1]
+                    status = files.json(attempt_file(jobs_dir, last, "status"))
+                    return dict(result, changed=False, failed=False, submission_id=last, run_end=end, status=status,
+                                progress_lines=lines, module_calls=calls, http_requests=requests)
+                link = state["restarts"].get(current)
+                if link:
+                    say("next-" + current, "%s ended (%s: %s); the job controller continues run %s as %s: %s" % (
+                        current, link.get("cause"), str(link.get("summary") or "")[:300], run, link["next"],
+                        link.get("why") or ""))
+                if state["current"] != current:
+                    current, ended_at = state["current"], None
+                    break
+                if not link:
+                    self._no_decision_yet(run, current, jobs_dir, files, ended_at, say)
+                ended_at = ended_at or time.time()
+                if time.time() > deadline:
+                    break
+                time.sleep(DECISION_POLL_S)
+
+    def _no_decision_yet(self, run, current, jobs_dir, files, ended_at, say):
+        """Say, once, why no decision on the ended attempt ``current`` came yet: no job controller is alive (its
+        heartbeat), or the alive one does not follow ``run`` (a minute after the attempt ended)."""
+        beat = heartbeat_state(files.text(heartbeat_file(posixpath.dirname(jobs_dir))), time.time())
+        if not beat["alive"]:
+            say("gone-" + current, "%s ended and no job controller judges it: %s" % (
+                current, "its heartbeat is %s s old" % beat["age_s"] if beat["age_s"] is not None
+                else "none has run for this cluster (site.yml starts it)"))
+        elif run not in beat["runs"] and ended_at and time.time() - ended_at > 60:
+            say("unfollowed-" + current, "%s ended and the job controller %s does not follow run %s (its first "
+                "attempt's config/controller.json is missing or unreadable); its log on %s says why"
+                % (current, beat["name"], run, beat["host"]))
 
     def _read_text(self, path, task_vars):
         """The text of ``path`` on the task's host ('' when missing or unreadable), with ansible.builtin.slurp."""
@@ -151,21 +177,11 @@ class ActionModule(ActionBase):
         import base64  # pylint: disable=import-outside-toplevel
         return base64.b64decode(got["content"]).decode("utf-8", "replace")
 
-    def _read_json(self, jobs_dir, submission_id, name, task_vars):
-        """The JSON object of the file ``name`` (``mvp_job.FILES``) of a job directory, {} when missing.
-
-        A file older versions named otherwise (``mvp_job.FORMER_FILES``) is read under that name when the current
-        one is missing: one more read only then.
-        """
-        for rel in file_names(name):
-            text = self._read_text(posixpath.join(jobs_dir, submission_id, rel), task_vars)
-            if text:
-                try:
-                    value = json.loads(text)
-                except ValueError:
-                    return {}
-                return value if isinstance(value, dict) else {}
-        return {}
+    def _is_dir(self, path, task_vars):
+        """Whether ``path`` is a folder on the task's host, with ansible.builtin.stat (False when it cannot be read)."""
+        got = self._execute_module(module_name=STAT_MODULE, module_args={"path": path, "get_checksum": False},
+                                   task_vars=task_vars)
+        return bool((got.get("stat") or {}).get("isdir")) and not got.get("failed")
 
     def _follow(self, args, task_vars, interval, run=None):
         """Wait for one job's end in chunks of ``interval`` seconds, printing its progress line between them."""

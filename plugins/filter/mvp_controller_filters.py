@@ -1,15 +1,15 @@
 # -*- coding: utf-8 -*-
-"""Jinja2 filter over the job controller's heartbeat (module_utils ``mvp_controller``, a thin adapter)."""
+"""Jinja2 filter over the job controller's heartbeat (module_utils ``mvp_run_state``, a thin adapter)."""
 
 from __future__ import annotations
 
-from ansible_collections.mvp.ray.plugins.module_utils import mvp_controller
+from ansible_collections.mvp.ray.plugins.module_utils import mvp_run_state
 
 
 def mvp_controller_line(runs, heartbeat, now):
-    """One line saying who follows ``runs`` now (``mvp_controller.controller_line``; None: the runs the heartbeat
+    """One line saying who follows ``runs`` now (``mvp_run_state.controller_line``; None: the runs the heartbeat
     names), from the heartbeat's text (str)."""
-    return mvp_controller.controller_line(None if runs is None else list(runs), heartbeat or "", float(now))
+    return mvp_run_state.controller_line(None if runs is None else list(runs), heartbeat or "", float(now))
 
 
 class FilterModule(object):

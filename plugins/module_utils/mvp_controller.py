@@ -35,9 +35,12 @@ that checkpoint as its run's next attempt, queued again at its priority with its
 While a victim's checkpoint is awaited the controller looks every ``URGENT_POLL_S`` seconds.
 
 Besides those, ``<shared>/controller/heartbeat.json`` says which controller follows which runs (the plays
-read it to say whether a run is supervised). Causes come from facts: the head is lost when its container
-is gone or stopped (the Docker API) or its dashboard refuses or drops the connection
-(``mvp_ray_rest.RayUnreachable``), typed where it is detected.
+read it to say whether a run is supervised). The run's state and the heartbeat are read by the rules of
+``mvp_run_state``, which the plays use too. The deadlines of a followed run are this program's alone: an attempt
+PENDING past ``pending_timeout_s`` (:meth:`Controller.check_pending`), a placement group no node can hold past
+``pg_pending_timeout_s`` (:meth:`Controller.check_placement`); the plays that submit and watch a run set none.
+Causes come from facts: the head is lost when its container is gone or stopped (the Docker API) or its dashboard
+refuses or drops the connection (``mvp_ray_rest.RayUnreachable``), typed where it is detected.
 
 Entry points (``python -m ansible_collections.mvp.ray.plugins.module_utils.mvp_controller``): ``run
 --config FILE`` (the controller), ``keep --dir DIR`` (the keeper that starts it again when it dies, on a
@@ -49,6 +52,7 @@ the controller runs it; prints the result as JSON, exit status 1 when it failed)
 from __future__ import annotations
 
 import argparse
+import copy
 import fcntl
 import json
 import os
@@ -58,22 +62,18 @@ import sys
 import time
 import traceback
 
-from ansible_collections.mvp.ray.plugins.module_utils import mvp_playbook_run, mvp_queue, mvp_service
+from ansible_collections.mvp.ray.plugins.module_utils import mvp_playbook_run, mvp_queue, mvp_run_state, mvp_service
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, write_text_atomic
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES, file_names, is_submission_id
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import is_submission_id
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    TERMINAL_STATUSES, auth_headers, bundle_shapes, list_nodes, list_placement_groups, alive_offers,
-    stalled_message, stalled_placement_groups,
-    status_name)
+    TERMINAL_STATUSES, auth_headers, bundle_shapes, list_nodes, list_placement_groups, alive_offers, pending_stop,
+    placement, stalled_message, stalled_placement_groups, status_name)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_rest import (
     JobsClient, RayHttpError, RayUnreachable, StateClient)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import AFTER_EACH_EPOCH
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_restart import decide
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import latest_checkpoint
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import stopped_while_pending
-
-CONTROLLER_SUBDIR = "controller"
-"""Folder under the shared storage with the controller's heartbeat (``heartbeat.json``)."""
 
 HANDOFF_GRACE_S = 120
 """Seconds a handed-over attempt may be unknown to Ray (its directory is made just before its submission)."""
@@ -108,6 +108,53 @@ class HeadLost(Exception):
         self.why = why
 
 
+DEFAULTS = {
+    "poll_s": 2.0,
+    "restart_causes": "retryable",
+    "heal_timeout_s": 900,
+    "heal_delay_s": 10,
+    "pending_timeout_s": 300,
+    "pg_pending_timeout_s": 180,
+    "preempt_grace_s": 600,
+    "expect_workers": 1,
+    "worker_resource": "worker_node",
+    "workers": [],
+    "collections_path": "",
+    "content": {},
+    "host_key_checking": True,
+    "env": {},
+    "ray_auth_token": "",
+    "playbooks": {},
+}
+"""The configuration's optional keys and their values when the file lacks them: the one table of the controller's
+defaults. The role ``job_controller`` writes every key from the setting SETTINGS names; a unit test checks that
+each setting's default (the role's ``defaults/main.yml`` and ``meta/argument_specs.yml``, or the shared
+``inventories/common/all``) is this value."""
+
+SETTINGS = {
+    "poll_s": "job_controller_poll_s",
+    "restart_causes": "job_controller_restart_causes",
+    "heal_timeout_s": "mvp_restart_heal_timeout_s",
+    "heal_delay_s": "job_controller_heal_delay_s",
+    "pending_timeout_s": "job_controller_pending_timeout_s",
+    "pg_pending_timeout_s": "job_controller_pg_pending_timeout_s",
+    "preempt_grace_s": "job_controller_preempt_grace_s",
+    "expect_workers": "job_controller_expect_workers",
+    "worker_resource": "mvp_ray_worker_resource",
+    "workers": "job_controller_worker_containers",
+    "host_key_checking": "job_controller_host_key_checking",
+    "env": "job_controller_env",
+    "ray_auth_token": "job_controller_ray_auth_token",
+}
+"""The inventory setting each optional key of the configuration comes from (``roles/job_controller/tasks/main.yml``);
+``playbooks`` is not a setting (tests point it elsewhere), nor are ``collections_path`` and ``content`` (what the role
+installed: ``roles/job_controller/tasks/install.yml``)."""
+
+PLAYBOOKS = {"heal": "playbooks/cluster.yml", "record": "playbooks/record.yml", "submit": "playbooks/submit.yml"}
+"""The playbooks of the checkout the controller runs: the heal, the record of an ended attempt, the start of the next
+attempt (``config["playbooks"]`` replaces some)."""
+
+
 def load_config(path):
     """Read and check the controller's configuration (JSON, written 0600 by ``ray_job_controller``).
 
@@ -118,15 +165,16 @@ def load_config(path):
     heartbeat and ``status.yml``), ``shared_root`` (the shared storage inside the nodes,
     ``/private``), ``shared_dir`` (the same storage on this host), ``head`` (``{"container", "network"}`` on a
     docker host, else ``{"address"}``), ``dashboard_port`` (int), ``state_dir`` (this controller's folder:
-    ansible-runner's artifacts, lock), and optionally ``ray_auth_token`` (str), ``poll_s`` (float, 10),
-    ``restart_causes`` (``"retryable"`` or a list), ``heal_timeout_s`` (900), ``heal_delay_s`` (10),
-    ``pending_timeout_s`` (600: seconds an attempt may stay PENDING in Ray), ``pg_pending_timeout_s`` (180:
-    seconds a placement group no node can hold may stay PENDING), ``preempt_grace_s`` (600: seconds a preempted run
-    may train on waiting for its next complete checkpoint; 0 stops it at once), ``expect_workers`` (int),
+    ansible-runner's artifacts, lock), and optionally (their defaults: DEFAULTS; the settings: SETTINGS)
+    ``ray_auth_token`` (str), ``poll_s`` (float seconds between two passes), ``restart_causes`` (``"retryable"`` or
+    a list), ``heal_timeout_s``, ``heal_delay_s``, ``pending_timeout_s`` (seconds an attempt may stay PENDING in
+    Ray: the one PENDING deadline of a followed run), ``pg_pending_timeout_s`` (seconds a placement group no node
+    can hold may stay PENDING: the one placement-group deadline), ``preempt_grace_s`` (seconds a preempted run may
+    train on waiting for its next complete checkpoint; 0 stops it at once), ``expect_workers`` (int),
     ``worker_resource`` (str), ``workers`` (list of str: the worker containers on a docker host, [] elsewhere;
-    a worker whose container exited stops the attempts on its node at once), ``host_key_checking`` (bool, true), ``env`` (dict str -> str passed to every
-    playbook: the inventory's secrets from the environment, never logged), ``playbooks`` (dict: ``heal``,
-    ``record``, ``submit``).
+    a worker whose container exited stops the attempts on its node at once), ``host_key_checking`` (bool), ``env``
+    (dict str -> str passed to every playbook: the inventory's secrets from the environment, never logged),
+    ``playbooks`` (dict: ``heal``, ``record``, ``submit``; PLAYBOOKS).
 
     :param path: str.
     :returns: dict with the defaults filled in.
@@ -142,14 +190,9 @@ def load_config(path):
     if missing:
         raise ConfigError("controller configuration %s lacks %s (site.yml writes it; run it again)"
                           % (path, ", ".join(missing)))
-    defaults = {"poll_s": 10.0, "restart_causes": "retryable", "heal_timeout_s": 900, "heal_delay_s": 10,
-                "pending_timeout_s": 600, "pg_pending_timeout_s": 180, "preempt_grace_s": 600, "expect_workers": 1,
-                "worker_resource": "worker_node", "workers": [], "collections_path": "", "content": {}, "host_key_checking": True, "env": {}, "ray_auth_token": "",
-                "playbooks": {}}
-    for key, value in defaults.items():
-        config.setdefault(key, value)
-    config["playbooks"] = dict({"heal": "playbooks/cluster.yml", "record": "playbooks/record.yml",
-                                "submit": "playbooks/submit.yml"}, **config["playbooks"])
+    for key, value in DEFAULTS.items():
+        config.setdefault(key, copy.deepcopy(value))  # the table's lists and dicts are not shared
+    config["playbooks"] = dict(PLAYBOOKS, **config["playbooks"])
     return config
 
 
@@ -166,40 +209,23 @@ def host_path(config, node_path):
 
 
 def jobs_dir(config):
-    """The jobs folder on this host (str)."""
-    return os.path.join(config["shared_dir"], "jobs")
+    """The jobs folder on this host (str; ``mvp_run_state.jobs_dir`` of ``config["shared_dir"]``)."""
+    return mvp_run_state.jobs_dir(config["shared_dir"])
 
 
 def attempt_file(config, submission_id, name):
-    """The path on this host of the file ``name`` (``mvp_job.FILES``) of attempt ``submission_id`` (str)."""
-    return os.path.join(jobs_dir(config), submission_id, FILES[name])
-
-
-def run_end_files(config, run):
-    """The paths on this host the end of ``run`` may be in, ``logs/run_end.json`` first (list of str)."""
-    return [os.path.join(jobs_dir(config), run, name) for name in file_names("run_end")]
+    """The path on this host of the file ``name`` (``mvp_job.FILES``) of attempt ``submission_id`` (str;
+    ``mvp_run_state.attempt_file``)."""
+    return mvp_run_state.attempt_file(jobs_dir(config), submission_id, name)
 
 
 def run_state(config, run):
-    """What the job directories say about ``run``: its attempts, the current one, its end.
+    """What the job directories on this host say about ``run`` (``mvp_run_state.run_state``, which the plays use too).
 
     :param config: dict (:func:`load_config`). :param run: str, the run's first attempt's id.
-    :returns: dict ``{"run", "attempts": [ids], "current": id, "next": id or None (decided, no directory yet),
-        "ended": dict or None (``logs/run_end.json``, or the older ``logs/supervisor.json``)}``.
+    :returns: dict ``{"run", "attempts", "current", "next", "restarts", "ended"}``.
     """
-    attempts, current, following = [run], run, None
-    while True:
-        link = read_json(attempt_file(config, current, "restart"))
-        nxt = link.get("next")
-        if not is_submission_id(nxt) or nxt in attempts:
-            break
-        if not os.path.isdir(os.path.join(jobs_dir(config), nxt)):
-            following = nxt
-            break
-        attempts.append(nxt)
-        current = nxt
-    ended = next((read_json(path) for path in run_end_files(config, run) if os.path.exists(path)), None) or None
-    return {"run": run, "attempts": attempts, "current": current, "next": following, "ended": ended}
+    return mvp_run_state.run_state(jobs_dir(config), run)
 
 
 def discover(config, known):
@@ -222,7 +248,8 @@ def discover(config, known):
             if not _young(os.path.join(jobs_dir(config), name)):
                 known[name] = False
             continue
-        known[name] = handoff.get("run") == name and not any(os.path.exists(p) for p in run_end_files(config, name))
+        known[name] = handoff.get("run") == name and not any(
+            os.path.exists(p) for p in mvp_run_state.run_end_files(jobs_dir(config), name))
     return sorted(n for n, follow in known.items() if follow)
 
 
@@ -270,63 +297,21 @@ def clean_environ(environ):
     return environ
 
 
-def heartbeat_state(text, now):
-    """Whether the controller is alive, from its heartbeat file's text.
+def record_vars(submission_id, lost_with_head):
+    """The extra vars of the record playbook (``playbooks/record.yml``: the role ``submit_job``'s entry point
+    ``record``) for the ended attempt ``submission_id``, by that entry point's own input names (dict).
 
-    :param text: str, ``<shared>/controller/heartbeat.json`` ('' when missing). :param now: float, seconds since
-        the epoch (the head's clock: the controller's host may differ by a few seconds).
-    :returns: dict ``{"alive": bool, "age_s": float or None, "name", "host", "pid", "activity", "runs", "content"
-        (``{"source", "version", "hash"}`` it runs), "keeper" (``{"failures", "next_start_at", "why"}`` while its keeper
-        backs off from a controller that keeps dying, else None)}``; alive while the last pass is younger than three
-        passes (or the controller said it is busy healing).
+    :param lost_with_head: bool, Ray's new head does not know the attempt (judged from its job directory).
     """
-    try:
-        beat = json.loads(text) if text else {}
-    except ValueError:
-        beat = {}
-    if not isinstance(beat, dict):
-        beat = {}
-    keeper_word = beat.get("keeper") if isinstance(beat.get("keeper"), dict) else None
-    if not beat.get("at"):
-        return {"alive": False, "age_s": None, "name": None, "host": None, "pid": None, "activity": None, "runs": [],
-                "content": {}, "keeper": keeper_word}
-    age = max(0.0, float(now) - float(beat["at"]))
-    alive = age <= 3 * float(beat.get("poll_s") or 10) + 15 or float(now) <= float(beat.get("busy_until") or 0)
-    if keeper_word and float(keeper_word.get("at") or 0) < float(beat["at"]):
-        keeper_word = None  # the controller ran a pass since the keeper spoke
-    return {"alive": alive, "age_s": round(age, 1), "name": beat.get("name"), "host": beat.get("host"),
-            "pid": beat.get("pid"), "activity": beat.get("activity"), "runs": list(beat.get("runs") or []),
-            "content": beat.get("content") if isinstance(beat.get("content"), dict) else {}, "keeper": keeper_word}
+    return {"submit_job_collect_id": submission_id, "submit_job_lost_with_head": bool(lost_with_head)}
 
 
-def controller_line(runs, text, now):
-    """One line saying who follows ``runs`` (list of ids; None: the runs the heartbeat names) now, from the
-    heartbeat's text (see :func:`heartbeat_state`)."""
-    beat = heartbeat_state(text, now)
-    ids = ", ".join(beat["runs"] if runs is None else runs)
-    content = beat["content"]
-    runs_what = (" running mvp.ray %s (content %s)" % (content.get("version") or "?", content.get("hash"))
-                 if content.get("hash") else " running the checkout %s" % content["source"] if content.get("source")
-                 else "")
-    if beat["alive"] and not ids:
-        return ("the job controller %s on %s (pid %s)%s is alive (its last pass %.0f s ago) and follows no run now"
-                % (beat["name"], beat["host"], beat["pid"], runs_what, beat["age_s"]))
-    ids = ids or "no run"
-    if beat["alive"]:
-        return ("%s: followed by the job controller %s on %s (pid %s)%s: it judges each attempt and continues the run "
-                "after a retryable failure, with nobody waiting. Watch: ansible-playbook collect.yml -e "
-                "submission_id=<id> -e wait=true; status.yml lists the runs."
-                % (ids, beat["name"], beat["host"], beat["pid"], runs_what))
-    if beat["keeper"]:
-        return ("%s: NOT supervised - the job controller keeps dying: %s; its keeper starts it again in %.0f s. Fix "
-                "the cause, then site.yml (or playbooks/controller.yml)." % (
-                    ids, beat["keeper"].get("why"), max(0.0, float(beat["keeper"].get("next_start_at") or 0) - now)))
-    if beat["age_s"] is None:
-        return ("%s: NOT supervised - no job controller has run for this cluster (no heartbeat under the shared "
-                "storage's controller/). Start it with site.yml (or playbooks/controller.yml)." % ids)
-    return ("%s: NOT supervised now - the job controller %s on %s was last seen %.0f s ago. It picks the runs up "
-            "where they are when it runs again: site.yml (or playbooks/controller.yml) starts it."
-            % (ids, beat["name"], beat["host"], beat["age_s"]))
+def start_vars(nxt):
+    """The extra vars of the submit playbook (``playbooks/submit.yml``: the role ``submit_job``) that start the
+    decided next attempt ``nxt`` (``mvp_restart.decide``'s ``next``), by the role's own input names (dict): its
+    request and restart record, and no wait - the play returns once Ray has the attempt and this controller follows
+    it from its first pass (its PENDING and placement-group deadlines are this controller's)."""
+    return {"submit_job_restart": {"request": nxt["request"], "info": nxt["info"]}, "submit_job_wait": False}
 
 
 def end_record(state, trained, why, attempts, verdict=None, now=None):
@@ -471,8 +456,9 @@ class Controller(object):
         elif stopped_while_pending(status, read_json(attempt_file(self.config, current, "stopped_by"))):
             self.judge(state)
         elif status == "PENDING":
-            self.check_pending(current, job, jobs_api)
+            self.check_pending(current, job, jobs_api, state_api, address)
         elif status == "RUNNING":
+            self.save_placement(current, job, state_api, address)
             self.check_placement(current, job, jobs_api, state_api, address)
 
     # -- a worker's container exited (docker hosts) --------------------------------------------------------------
@@ -627,13 +613,45 @@ class Controller(object):
 
     # -- deadlines ---------------------------------------------------------------------------------------------
 
-    def check_pending(self, current, job, jobs_api):
-        """Stop an attempt PENDING in Ray longer than ``pending_timeout_s`` (its entrypoint never started)."""
+    def check_pending(self, current, job, jobs_api, state_api, address):
+        """Stop an attempt PENDING in Ray longer than ``pending_timeout_s`` (its entrypoint never started): the one
+        PENDING deadline of a followed run (the play that submitted it waits for it, it sets none of its own).
+
+        Its ``logs/stopped_by.json`` says what the driver asked for (its job spec's ``entrypoint_resources`` and
+        ``entrypoint_num_cpus``) and what the ALIVE nodes offer, with the cause ``infeasible`` when no node could ever
+        hold it (``mvp_ray.pending_stop``, the rule ``ray_job``'s own deadline uses).
+        """
         started = (job.get("start_time") or 0) / 1000.0
-        timeout = float(self.config["pending_timeout_s"])
-        if timeout and started and self.clock() - started > timeout:
-            self.stop_stalled(current, jobs_api, "Ray kept the job PENDING longer than %d s (its entrypoint needs "
-                              "one CPU and the worker resource on a worker; is any worker ALIVE?)" % timeout)
+        timeout = int(self.config["pending_timeout_s"])
+        if not timeout or not started or self.clock() - started <= timeout:
+            return
+        spec = read_json(attempt_file(self.config, current, "job_spec"))
+        asked = dict(job, submission_id=current)
+        for key in ("entrypoint_resources", "entrypoint_num_cpus"):
+            if spec.get(key) is not None:
+                asked[key] = spec[key]
+        if "nodes" not in self.pass_cache:
+            self.pass_cache["nodes"] = list_nodes(state_api, address)
+        note = pending_stop(asked, timeout, self.pass_cache["nodes"],
+                            "The job was stopped by the job controller %s (job_controller_pending_timeout_s). Start "
+                            "workers carrying that resource (ray_worker role), or raise job_controller_pending_timeout_s."
+                            % self.config["name"])
+        self.stop_stalled(current, jobs_api, note["why"], cause=note.get("cause"), demand=note["demand"],
+                          offers=note["offers"])
+
+    def save_placement(self, current, job, state_api, address):
+        """Write ``debug/placement.json`` of a RUNNING attempt that has none: where Ray placed its driver
+        (``mvp_ray.placement``, the file ``ray_job`` writes when the play waits for the placement). An attempt this
+        controller starts is submitted without that wait; the placement snapshot of its ``debug/`` waits for this
+        file, and the fault tests read the driver's node from it."""
+        path = attempt_file(self.config, current, "placement")
+        if os.path.exists(path) or not job.get("driver_node_id"):
+            return
+        if "nodes" not in self.pass_cache:
+            self.pass_cache["nodes"] = list_nodes(state_api, address)
+        where = placement(state_api, address, dict(job), self.config["worker_resource"], self.pass_cache["nodes"])
+        if where:
+            _write_json(path, where)
 
     def check_placement(self, current, job, jobs_api, state_api, address):
         """Stop an attempt whose placement group no node can hold waited past ``pg_pending_timeout_s``."""
@@ -822,8 +840,8 @@ class Controller(object):
         if not (lost_with_head and status_name(status.get("status")) in TERMINAL_STATUSES and status.get("verdict")):
             # An attempt the new head does not know keeps the record it got when it ended (e.g. stopped by
             # down.yml before the cluster went away); any other ended attempt is recorded now.
-            ran = self.playbook(self.config["playbooks"]["record"],
-                                {"submission_id": current, "lost_with_head": lost_with_head}, "record-" + current)
+            ran = self.playbook(self.config["playbooks"]["record"], record_vars(current, lost_with_head),
+                                "record-" + current)
             status = read_json(attempt_file(self.config, current, "status"))
         verdict = status if status.get("verdict") else None  # status.json holds the verdict's fields beside Ray's status
         if ran.get("rc") != 0 or not verdict:
@@ -871,9 +889,7 @@ class Controller(object):
             return
         nxt = decision["next"]
         start_started = self.clock()
-        ran = self.playbook(self.config["playbooks"]["submit"],
-                            {"controller_restart": {"request": nxt["request"], "info": nxt["info"]}, "wait": False},
-                            "start-" + nxt["submission_id"])
+        ran = self.playbook(self.config["playbooks"]["submit"], start_vars(nxt), "start-" + nxt["submission_id"])
         if os.path.isdir(os.path.join(jobs_dir(self.config), nxt["submission_id"])):
             self.say("%s: continued as %s (%s)" % (previous, nxt["submission_id"], decision["why"]))
             phases = {"next": nxt["submission_id"], "ended_at": verdict.get("end_time"),
@@ -983,7 +999,7 @@ class Controller(object):
         ``activity`` says what it does now; a long step (a heal) writes it first with ``busy_until`` (seconds
         since the epoch) so a play that reads the heartbeat does not take the controller for dead meanwhile.
         """
-        path = os.path.join(self.config["shared_dir"], CONTROLLER_SUBDIR, "heartbeat.json")
+        path = mvp_run_state.heartbeat_file(self.config["shared_dir"])
         now = self.clock()
         busy = float(self.config["heal_timeout_s"]) + 60 if activity != "following" else 0
         beat = {"name": self.config["name"], "host": socket.gethostname(), "pid": os.getpid(),
@@ -1145,7 +1161,7 @@ def keeper(directory, say, stop, interval=2.0, clock=time.time, sleep=time.sleep
                 say("%s; next start in %.0f s" % (why, next_start - now))
                 if config.get("shared_dir"):
                     try:
-                        keeper_note(os.path.join(config["shared_dir"], CONTROLLER_SUBDIR, "heartbeat.json"), failures,
+                        keeper_note(mvp_run_state.heartbeat_file(config["shared_dir"]), failures,
                                     next_start, why, now)
                     except OSError as exc:
                         say("cannot write the keeper's note into the heartbeat: %s" % exc)

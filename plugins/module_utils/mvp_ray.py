@@ -489,18 +489,20 @@ def details_to_dict(details):
     return json.loads(json.dumps(data, default=str))
 
 
-def placement(state_module, address, job, worker_resource):
-    """Return where a job's driver runs, from Ray's node table (one State API call).
+def placement(state_module, address, job, worker_resource, nodes=None):
+    """Return where a job's driver runs, from Ray's node table (one State API call, none with ``nodes``).
 
     :param job: dict from details_to_dict with ``driver_node_id``; sets ``job["driver_node_ip"]``.
     :param worker_resource: str, the custom resource that marks worker nodes.
+    :param nodes: list of node dicts (:func:`list_nodes`) read already, or None (read now).
     :returns: dict with ``submission_id``, ``status``, ``driver_node_id``, ``driver_node_ip``,
         ``head_node_ip`` (None without an ALIVE head) and ``worker_ips`` (list of str) - the
         format of ``debug/placement.json``; None when the job has no driver node yet.
     """
     if not job or not job.get("driver_node_id"):
         return None
-    nodes = list_nodes(state_module, address)
+    if nodes is None:
+        nodes = list_nodes(state_module, address)
     job["driver_node_ip"] = node_ip_for(nodes, job["driver_node_id"])
     summary = summarize(nodes, worker_resource)
     return {"submission_id": job.get("submission_id"), "status": status_name(job.get("status")),
@@ -527,6 +529,30 @@ def pending_message(job, timeout, nodes, outcome):
             json.dumps(job.get("entrypoint_resources") or {}, sort_keys=True), job.get("entrypoint_num_cpus"))
     return ("Ray job %s still PENDING after %ss: no ALIVE node offers %s (ALIVE nodes offer %s). %s"
             % (job.get("submission_id"), timeout, asked, json.dumps(offered, sort_keys=True), outcome))
+
+
+def pending_stop(job, timeout, nodes, outcome):
+    """What the stop of a job PENDING past its deadline says, in its ``logs/stopped_by.json`` (mvp_verdict reads it).
+
+    The one rule for every deadline on PENDING (the job controller's ``pending_timeout_s``, ``ray_job``'s
+    I(pending_timeout)): the entrypoint's resources as one bundle; the cause is ``infeasible`` when no ALIVE node could
+    ever hold it (:func:`never_fits_reason`, the rule of the placement-group deadline), else the stop's note says why
+    only (the verdict stays ``stopped``).
+
+    :param job: dict with ``submission_id``, ``entrypoint_resources`` (dict or None) and ``entrypoint_num_cpus``
+        (float or None): what the driver asked for (see :func:`pending_message`).
+    :param timeout: int, the deadline's seconds. :param nodes: list of node dicts (:func:`list_nodes`).
+    :param outcome: str, what was done about it and how to fix it (the message's end).
+    :returns: dict ``{"why": str (:func:`pending_message`), "demand": [the bundle as JSON], "offers": dict node IP ->
+        resources (:func:`alive_offers`)}`` and ``"cause": "infeasible"`` when nothing could hold it.
+    """
+    demand = dict(job.get("entrypoint_resources") or {})
+    demand["CPU"] = demand.get("CPU", 0) + (job.get("entrypoint_num_cpus") or 0)
+    note = {"why": pending_message(job, timeout, nodes, outcome), "demand": [json.dumps(demand, sort_keys=True)],
+            "offers": alive_offers(nodes)}
+    if never_fits_reason({"bundles": [{"unit_resources": demand}]}, nodes) is not None:
+        note["cause"] = "infeasible"
+    return note
 
 
 def connect(module):

@@ -49,7 +49,7 @@ def verdict_line(submission_id, verdict):
     return "%s: %s" % (submission_id, one_line(verdict or None))
 
 
-def decide(spec, verdict, causes=ALL_RETRYABLE, follow_error=""):
+def decide(spec, verdict, causes=ALL_RETRYABLE):
     """Decide whether the run of ``spec``'s attempt continues, and as what.
 
     :param spec: dict, the ended attempt's job spec (``config/job_spec.json``): ``submission_id``, ``request``,
@@ -57,7 +57,6 @@ def decide(spec, verdict, causes=ALL_RETRYABLE, follow_error=""):
         ``{"run", "attempt", "max_restarts", "history"}``).
     :param verdict: dict or None, the attempt's verdict (``cause``, ``verdict``, ``summary``, ``steps.last``).
     :param causes: the site's ``job_controller_restart_causes`` (``restart_causes``).
-    :param follow_error: str, why the attempt could not be followed ('' when it was): never restarted.
     :returns: dict ``{"restart": bool, "why": str, "history": [str], "next": None or {"submission_id",
         "request", "info"}}``; ``history`` is every attempt of the run so far, this one last.
     :raises ValueError: for a bad ``causes`` setting (``restart_causes``).
@@ -73,8 +72,6 @@ def decide(spec, verdict, causes=ALL_RETRYABLE, follow_error=""):
     history = [h["line"] for h in earlier] + [verdict_line(spec["submission_id"], verdict)]
     cause = verdict.get("cause")
     result = {"restart": False, "history": history, "next": None}
-    if follow_error:
-        return dict(result, why="the attempt could not be followed: %s" % follow_error)
     if verdict.get("verdict") in ("trained", "succeeded"):
         return dict(result, why="the attempt %s" % verdict["verdict"])
     preempted = cause == PREEMPTED

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""The settings release 0.1.0 read under an ``mvp_*`` name that now carry their role's name, and the check of them.
+"""The settings release 0.1.0 read under a name no role reads any more, and the check of them: the ``mvp_*`` names
+that now carry their role's name, and the two deadlines ``submit_job`` enforced that are now the job controller's.
 
 A role's own knobs are set by the role's names (``ray_worker_cpus``), declared once in the role's
 ``defaults/main.yml`` and ``meta/argument_specs.yml``; ``inventories/common/all`` holds only the facts several
@@ -50,6 +51,9 @@ RENAMED = {
     "mvp_verl_snapshot_force": ("verl_snapshot_force",),
     "mvp_verl_snapshots": ("verl_snapshot_sources",),
     "mvp_watchdog": ("submit_job_watchdog",),
+    # Issue 62: a stuck job is stopped by the job controller alone, at its deadlines (one setting each).
+    "submit_job_pending_timeout": ("job_controller_pending_timeout_s",),
+    "submit_job_pg_pending_timeout": ("job_controller_pg_pending_timeout_s",),
 }
 
 # At most this many hosts are named in one sentence (a -e value is defined for every host).

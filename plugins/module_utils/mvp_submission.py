@@ -16,14 +16,13 @@ import os
 import time
 
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_debug_bundle import start_detached
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES, SUBDIRS
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_job_create import JobDirError, create_job_dir
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import (
     MlflowClient, MlflowHttpError, MlflowUnreachable, credentials_headers, job_run, ui_url)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
-    TERMINAL_STATUSES, JobModule, alive_offers, list_nodes, never_fits_reason, pending_message,
-    placement, status_name, summarize)
+    TERMINAL_STATUSES, JobModule, list_nodes, pending_stop, placement, status_name, summarize)
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_refuse import mvp_submit_problems
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_service import paths as service_paths, running_pid
 from ansible_collections.mvp.ray.plugins.module_utils.mvp_submit_check import SubmitCheckError, look, verl_skipped_note
@@ -118,43 +117,46 @@ class RayJob(JobModule):
     """Submit/stop/delete one submission id through Ray's Jobs REST API (mvp_ray_rest.JobsClient)."""
 
     def poll(self, job, done, timeout, on_timeout):
-        """Poll until ``done(status)``; after ``timeout`` seconds call ``on_timeout(job)``."""
+        """Poll until ``done(status)``; after ``timeout`` seconds (None: never) call ``on_timeout(job)``."""
         started = time.time()
         while not done(status_name(job.get("status"))):
-            if time.time() - started > timeout:
+            if timeout is not None and time.time() - started > timeout:
                 on_timeout(job)
             time.sleep(self.params["poll_interval"])
             job = self.info()
         return job
 
+    def stopped_by(self):
+        """With I(job_dir), its ``logs/stopped_by.json`` (dict): who stopped the job and why; {} without one."""
+        if not self.params["job_dir"]:
+            return {}
+        return read_json(os.path.join(self.params["job_dir"]["path"], FILES["stopped_by"]))
+
+    def left_pending(self, status):
+        """Whether the wait for placement ends: the job left PENDING, or (with I(job_dir)) its stop note says it was
+        stopped - Ray keeps a job stopped before its driver was placed PENDING a while (mvp_verdict)."""
+        return status != "PENDING" or bool(self.stopped_by())
+
     def stop_pending(self, job):
         """Stop a job PENDING past pending_timeout and fail naming what nobody offers.
 
-        With I(job_dir), ``logs/stopped_by.json`` says so first, so the job's verdict (recorded by the job
-        controller once Ray reports it STOPPED) names the deadline: cause ``infeasible`` when no ALIVE node
-        offers the entrypoint's resources at all (the demand and the offers as evidence), else ``stopped``.
+        With I(job_dir), ``logs/stopped_by.json`` says so first (``mvp_ray.pending_stop``), so the job's verdict
+        names the deadline: cause ``infeasible`` when no ALIVE node offers the entrypoint's resources at all (the
+        demand and the offers as evidence), else ``stopped``.
         """
         nodes = list_nodes(self.state_api, self.params["address"])
         asked = dict(job, entrypoint_resources=self.params["entrypoint_resources"],
                      entrypoint_num_cpus=self.params["entrypoint_num_cpus"])
-        message = pending_message(
-            asked, self.params["pending_timeout"], nodes,
-            "The job was stopped. Start workers carrying that resource (ray_worker role) or raise pending_timeout.")
+        note = pending_stop(asked, self.params["pending_timeout"], nodes,
+                            "The job was stopped. Start workers carrying that resource (ray_worker role) or raise "
+                            "pending_timeout.")
         if self.params["job_dir"]:
-            demand = dict(self.params["entrypoint_resources"] or {})
-            demand["CPU"] = demand.get("CPU", 0) + (self.params["entrypoint_num_cpus"] or 0)
-            offers = alive_offers(nodes)
-            # The entrypoint as one bundle: the rule the placement-group deadline uses (mvp_ray.never_fits_reason).
-            fits = never_fits_reason({"bundles": [{"unit_resources": demand}]}, nodes) is None
-            note = {"by": "submit.yml (ray_job pending_timeout %s s)" % self.params["pending_timeout"], "why": message,
-                    "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "status_before": "PENDING",
-                    "demand": [json.dumps(demand, sort_keys=True)], "offers": offers}
-            if not fits:
-                note["cause"] = "infeasible"
+            note.update(by="ray_job pending_timeout %s s" % self.params["pending_timeout"], status_before="PENDING",
+                        at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
             write_text_atomic(os.path.join(self.params["job_dir"]["path"], FILES["stopped_by"]),
                               json.dumps(note, indent=2, sort_keys=True) + "\n")
         self.client.stop_job(self.params["submission_id"])
-        self.module.fail_json(msg=message, job=job, changed=True)
+        self.module.fail_json(msg=note["why"], job=job, changed=True)
 
     def stop_timed_out(self, job):
         """Fail: a stopped job is still not terminal after stop_timeout."""
@@ -281,8 +283,13 @@ class RayJob(JobModule):
                     entrypoint_num_cpus=params["entrypoint_num_cpus"])
                 job = self.info()
             if params["wait"] == "placed" and not module.check_mode:
-                job = self.poll(job, lambda status: status != "PENDING", params["pending_timeout"], self.stop_pending)
+                job = self.poll(job, self.left_pending, params["pending_timeout"] or None, self.stop_pending)
                 where = placement(self.state_api, params["address"], job, params["worker_resource"])
+                stopped = self.stopped_by()
+                if not where and stopped:
+                    module.fail_json(msg="Ray job %s was stopped before its driver was placed, by %s: %s" % (
+                        params["submission_id"], stopped.get("by") or "?", stopped.get("why") or "no reason given"),
+                        job=job, stopped_by=stopped, **result)
                 if where:
                     result["placement"] = where
                     if params["placement_dest"]:

@@ -76,6 +76,10 @@ options:
     description:
       - Seconds a job may stay PENDING with I(wait=placed). Past it the job is stopped and the
         module fails with a message naming the resources nobody offers.
+      - C(0) sets no deadline of its own - the job controller's deadline for the runs it follows (submit_job
+        uses it) - and waits until the job leaves PENDING or, with I(job_dir), until its C(logs/stopped_by.json)
+        says it was stopped (Ray keeps such a job PENDING a while); a job stopped before its driver was placed
+        fails the module with that file's C(by) and C(why).
     type: int
     default: 300
   stop_timeout:

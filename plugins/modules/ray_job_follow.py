@@ -28,9 +28,11 @@ description:
     attempt is followed as above; when one ends, the job controller (module_utils mvp_controller) judges it and
     either continues the run (C(logs/restart.json) names the next attempt, which is followed next) or ends it
     (C(logs/run_end.json) of the first attempt - C(logs/supervisor.json) in runs of older versions -, returned as
-    C(run_end)). The files are read on the task's
-    host (C(ansible.builtin.slurp)). The job controller owns the deadlines; this only watches, and says so when the
-    head does not answer (the job controller heals it) or when no job controller's heartbeat is recent.
+    C(run_end)), the next attempt followed once its job directory exists. The files and the job controller's
+    heartbeat are read on the task's host (C(ansible.builtin.slurp), and C(ansible.builtin.stat) for a next
+    attempt's folder) by the rules the job controller reads them with (module_utils mvp_run_state). The job
+    controller owns the deadlines; this only watches, and says so when the head does not answer (the job controller
+    heals it) or when no job controller's heartbeat is recent.
   - Otherwise (I(wait=none), or I(progress_interval=0)) it is one call of M(mvp.ray.ray_job_info).
   - Returns what the last call of M(mvp.ray.ray_job_info) returned, plus C(progress_lines), C(module_calls)
     and C(http_requests) (of all the calls).

@@ -35,7 +35,7 @@ extends_documentation_fragment:
 options:
   request:
     description:
-      - A request given whole (the next attempt of a run, from the job controller's C(controller_restart)), checked
+      - A request given whole (the next attempt of a run, from the job controller's C(submit_job_restart)), checked
         like a gathered one; then I(jobspec), the play's variables and C(-e) are not read, and its id is not numbered.
     type: dict
     default: {}

@@ -4,6 +4,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 import yaml
@@ -139,3 +141,50 @@ def test_a_run_s_end_is_read_under_its_name_then_under_the_one_older_versions_wr
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert json.loads((tmp_path / "old-1.json").read_text()) == ends["old-1"]["supervisor.json"]
     assert json.loads((tmp_path / "both-1.json").read_text()) == ends["both-1"]["run_end.json"]
+
+
+def test_a_run_is_followed_into_the_attempt_the_job_controller_started(tmp_path, dashboard):
+    """The attempts as module_utils mvp_run_state chains them (logs/restart.json's next, once its job directory
+    exists), read on the task's host: the first attempt ended and was continued, the next one runs to its end, then
+    the job controller writes the run's end (here: this test, once Ray says the next attempt SUCCEEDED)."""
+    fake, address = dashboard
+    jobs = tmp_path / "jobs"
+    run, nxt = "sft-1", "sft-1-r1"
+    link = {"next": nxt, "cause": "node_lost", "summary": "node 10.0.0.3 lost", "why": "restart 1 of 1"}
+    end = {"state": "ended", "trained": True, "why": "trained", "attempts": [run, nxt]}
+    status = {"status": "SUCCEEDED", "verdict": "trained", "cause": None}
+    for sid, files in {run: {"restart.json": link}, nxt: {"status.json": status}}.items():
+        (jobs / sid / "logs").mkdir(parents=True)
+        for name, value in files.items():
+            (jobs / sid / "logs" / name).write_text(json.dumps(value))
+    fake.add_job(run, "FAILED")
+    fake.add_job(nxt, "RUNNING")
+    fake.then(nxt, *(["RUNNING"] * 5 + ["SUCCEEDED"]))
+
+    def controller():
+        deadline = time.time() + 60
+        while fake.status_of(nxt) != "SUCCEEDED" and time.time() < deadline:
+            time.sleep(0.1)
+        (jobs / run / "logs" / "run_end.json").write_text(json.dumps(end))
+    judge = threading.Thread(target=controller, daemon=True)
+    judge.start()
+    inventory = {"all": {"hosts": {"localhost": {"ansible_connection": "local",
+                                                 "ansible_python_interpreter": sys.executable}}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    out = tmp_path / "result.json"
+    tasks = [{"name": "Test | Follow the run", "register": "followed", "mvp.ray.ray_job_follow": {
+                  "submission_id": run, "address": address, "wait": "terminal", "poll_interval": 0.05,
+                  "progress_interval": 1, "run": True, "jobs_dir": str(jobs), "run_timeout": 30}},
+             {"name": "Test | Save it", "ansible.builtin.copy": {"content": "{{ followed | to_json }}", "dest": str(out),
+                                                                 "mode": "0644"}}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{"name": "Test", "hosts": "localhost", "gather_facts": False,
+                                                        "tasks": tasks}]))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
+    done = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")],
+                          capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert (result["submission_id"], result["run_end"], result["status"]) == (nxt, end, status)
+    judge.join()
+    assert "%s ended (%s: %s); the job controller continues run %s as %s: %s" % (
+        run, link["cause"], link["summary"], run, nxt, link["why"]) in done.stdout

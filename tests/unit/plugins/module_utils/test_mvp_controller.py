@@ -39,15 +39,15 @@ class Playbooks(object):
         self.calls.append((os.path.basename(playbook), dict(extra_vars)))
         name = os.path.basename(playbook)
         if name == "record.yml":
-            sid = extra_vars["submission_id"]
-            status = "LOST" if extra_vars["lost_with_head"] else self.fake.status_of(sid)
+            sid = extra_vars["submit_job_collect_id"]
+            status = "LOST" if extra_vars["submit_job_lost_with_head"] else self.fake.status_of(sid)
             write(mvp_controller.attempt_file(self.config, sid, "status"), dict(self.verdicts[sid], status=status))
         elif name == "cluster.yml":
             if self.heal_fixes_head:
                 self.fake.unreachable = None
         elif name == "submit.yml":
-            request = extra_vars["controller_restart"]["request"]
-            info = extra_vars["controller_restart"]["info"]
+            request = extra_vars["submit_job_restart"]["request"]
+            info = extra_vars["submit_job_restart"]["info"]
             make_attempt(self.config, request["submission_id"], info["run"], info["attempt"],
                          dict(request=request, restart=info, max_restarts=info["max_restarts"],
                               resume_from={"submission_id": request.get("resume_from")}))
@@ -99,7 +99,7 @@ def test_a_handed_over_run_that_trained_ends_with_its_verdict(config, fake_ray):
     end = read(mvp_controller.attempt_file(config, RUN, "run_end"))
     assert (end["state"], end["trained"], end["attempts"]) == ("ended", True, [RUN])
     assert end["verdict"] == dict(verdict, status="SUCCEEDED")
-    assert playbooks.calls == [("record.yml", {"submission_id": RUN, "lost_with_head": False})]
+    assert playbooks.calls == [("record.yml", {"submit_job_collect_id": RUN, "submit_job_lost_with_head": False})]
     # Ended: the next pass follows nothing and runs nothing.
     assert ctl.tick() == [] and len(playbooks.calls) == 1
     beat = read(os.path.join(config["shared_dir"], "controller", "heartbeat.json"))
@@ -129,9 +129,9 @@ def test_a_lost_node_continues_as_the_next_attempt_decided_before_it_starts(conf
     # Both workers are ALIVE: nothing to heal; the next attempt continues from the attempt that trained.
     assert playbooks.names() == ["record.yml", "submit.yml"]
     started = playbooks.calls[-1][1]
-    assert started["wait"] is False
-    assert started["controller_restart"]["request"]["submission_id"] == RUN + "-r1"
-    assert started["controller_restart"]["request"]["resume_from"] == RUN
+    assert started["submit_job_wait"] is False
+    assert started["submit_job_restart"]["request"]["submission_id"] == RUN + "-r1"
+    assert started["submit_job_restart"]["request"]["resume_from"] == RUN
     assert mvp_controller.run_state(config, RUN)["attempts"] == [RUN, RUN + "-r1"]
     phases = read(mvp_controller.attempt_file(config, RUN, "continued"))
     assert phases["next"] == RUN + "-r1" and phases["heal_s"] >= 0 and phases["start_s"] >= 0
@@ -206,7 +206,7 @@ def test_a_lost_head_is_healed_then_its_attempt_judged_from_the_job_directory(co
     # The new head does not know the attempt: judged from its job directory (LOST, head_lost), then continued.
     del fake_ray.jobs[RUN]
     ctl.tick()
-    assert playbooks.calls[1] == ("record.yml", {"submission_id": RUN, "lost_with_head": True})
+    assert playbooks.calls[1] == ("record.yml", {"submit_job_collect_id": RUN, "submit_job_lost_with_head": True})
     assert playbooks.names()[2:] == ["submit.yml"]
 
 
@@ -219,17 +219,55 @@ def test_an_attempt_handed_over_a_moment_ago_is_not_judged_before_ray_knows_it(c
     later = time.time() + mvp_controller.HANDOFF_GRACE_S + 1
     playbooks.verdicts[RUN] = {"verdict": "failed", "cause": "head_lost", "summary": "lost", "steps": {}}
     controller(config, playbooks, clock=lambda: later).tick()
-    assert playbooks.calls[0] == ("record.yml", {"submission_id": RUN, "lost_with_head": True})
+    assert playbooks.calls[0] == ("record.yml", {"submit_job_collect_id": RUN, "submit_job_lost_with_head": True})
 
 
-def test_an_attempt_pending_past_its_deadline_is_stopped_with_a_note(config, fake_ray):
+@pytest.mark.parametrize("resources", [{"worker_node": 1, "gpu_node": 1}, {"worker_node": 1}])
+def test_an_attempt_pending_past_its_deadline_is_stopped_with_a_note(config, fake_ray, resources):
+    """The one PENDING deadline of a followed run (the submitting play sets none): the note names what the job spec
+    asked for and what the ALIVE nodes offer; infeasible only when no node could ever hold the entrypoint."""
     first_attempt(config, fake_ray, "PENDING")
-    fake_ray.jobs[RUN]["start_time"] = (time.time() - 7200) * 1000
+    spec = read(mvp_controller.attempt_file(config, RUN, "job_spec"))
+    write(mvp_controller.attempt_file(config, RUN, "job_spec"),
+          dict(spec, entrypoint_resources=resources, entrypoint_num_cpus=1))
+    timeout = config["pending_timeout_s"]
+    fake_ray.jobs[RUN]["start_time"] = (time.time() - timeout - 5) * 1000
     controller(config, Playbooks(config, fake_ray, {})).tick()
     assert fake_ray.called("stop_job") == [RUN]
     note = read(mvp_controller.attempt_file(config, RUN, "stopped_by"))
-    assert "PENDING longer than 600 s" in note["why"] and note["by"] == "the job controller ctl-test"
-    assert "cause" not in note  # a plain stop: Ray may only have been busy
+    assert note["by"] == "the job controller ctl-test"
+    assert "Ray job %s still PENDING after %ds: no ALIVE node offers entrypoint_resources=%s" % (
+        RUN, timeout, json.dumps(resources, sort_keys=True)) in note["why"]
+    assert "The job was stopped by the job controller ctl-test" in note["why"]
+    assert json.loads(note["demand"][0]) == dict(resources, CPU=1)
+    alive = [n for n in fake_ray.nodes if n["state"] == "ALIVE"]
+    offered = any(all(n["resources_total"].get(k, 0) >= v for k, v in resources.items()) for n in alive)
+    assert note.get("cause") == (None if offered else "infeasible")
+
+
+def test_an_attempt_pending_within_its_deadline_is_left_alone(config, fake_ray):
+    first_attempt(config, fake_ray, "PENDING")
+    fake_ray.jobs[RUN]["start_time"] = (time.time() - config["pending_timeout_s"] + 30) * 1000
+    controller(config, Playbooks(config, fake_ray, {})).tick()
+    assert fake_ray.called("stop_job") == []
+    assert not os.path.exists(mvp_controller.attempt_file(config, RUN, "stopped_by"))
+
+
+def test_a_running_attempt_without_a_placement_file_gets_one(config, fake_ray):
+    """An attempt the controller starts is submitted without the wait for placement: it writes debug/placement.json
+    itself (once), where the placed snapshot and the fault tests read the driver's node."""
+    first_attempt(config, fake_ray, "RUNNING")
+    driver = next(n for n in fake_ray.nodes if n["state"] == "ALIVE" and n["resources_total"].get("worker_node"))
+    fake_ray.jobs[RUN]["driver_node_id"] = driver["node_id"]
+    ctl = controller(config, Playbooks(config, fake_ray, {}))
+    ctl.tick()
+    where = read(mvp_controller.attempt_file(config, RUN, "placement"))
+    assert (where["submission_id"], where["driver_node_ip"]) == (RUN, driver["node_ip"])
+    assert where["worker_ips"] == sorted(n["node_ip"] for n in fake_ray.nodes
+                                         if n["state"] == "ALIVE" and n["resources_total"].get("worker_node"))
+    requests = ctl.requests
+    ctl.tick()
+    assert ctl.requests - requests == 2  # written once: the next pass reads the job list and the groups only
 
 
 def test_a_placement_group_no_node_can_hold_is_stopped_at_its_deadline_as_infeasible(config, fake_ray):
@@ -270,21 +308,6 @@ def test_a_run_ended_by_an_older_version_is_read_under_its_old_name_and_not_foll
     new_end = dict(old_end, why="new")
     write(os.path.join(config["shared_dir"], "jobs", RUN, "logs", "run_end.json"), new_end)
     assert mvp_controller.run_state(config, RUN)["ended"] == new_end
-
-
-def test_the_heartbeat_says_whether_the_runs_are_supervised():
-    now = 1_000_000.0
-    beat = json.dumps({"name": "ctl", "host": "h1", "pid": 7, "at": now - 5, "poll_s": 10, "runs": ["a"]})
-    assert "followed by the job controller ctl on h1 (pid 7)" in mvp_controller.controller_line(["a"], beat, now)
-    assert mvp_controller.controller_line(None, beat, now).startswith("a: followed")
-    idle = json.dumps({"name": "ctl", "host": "h1", "pid": 7, "at": now - 2, "poll_s": 5, "runs": []})
-    assert mvp_controller.controller_line(None, idle, now) == (
-        "the job controller ctl on h1 (pid 7) is alive (its last pass 2 s ago) and follows no run now")
-    stale = mvp_controller.controller_line(["a"], beat, now + 600)
-    assert "NOT supervised now" in stale and "605 s ago" in stale
-    healing = json.dumps({"name": "ctl", "at": now - 500, "poll_s": 10, "busy_until": now + 100})
-    assert mvp_controller.heartbeat_state(healing, now)["alive"] is True
-    assert "no job controller has run" in mvp_controller.controller_line(["a"], "", now)
 
 
 def test_playbooks_get_the_inventorys_host_key_checking_and_no_inherited_ansible_variables(config):
@@ -380,9 +403,9 @@ def test_a_lower_run_is_preempted_right_after_its_next_checkpoint_and_continues_
     link = read(mvp_controller.attempt_file(config, RUN, "restart"))
     assert (link["next"], link["cause"]) == (RUN + "-r1", "preempted")
     started = [extra for name, extra in playbooks.calls if name == "submit.yml"]
-    info = started[0]["controller_restart"]["info"]
+    info = started[0]["submit_job_restart"]["info"]
     assert (info["restarts"], info["preemptions"], info["queued_since"]) == (0, 1, 890.0)
-    assert started[0]["controller_restart"]["request"]["resume_from"] == RUN
+    assert started[0]["submit_job_restart"]["request"]["resume_from"] == RUN
 
 
 def test_past_the_grace_time_the_victim_is_stopped_at_once_and_a_job_that_never_saves_at_once(config, fake_ray):
@@ -635,3 +658,63 @@ def test_a_head_whose_container_exited_is_started_again_without_the_heal_playboo
     engine.by_name.clear()
     ctl.tick()
     assert playbooks.names() == ["cluster.yml"]
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+YAML_TYPES = {"str": str, "bool": bool, "dict": dict, "list": list, "int": int}
+
+
+def load_yaml(*parts):
+    import yaml  # pylint: disable=import-outside-toplevel
+    with open(os.path.join(ROOT, *parts), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def entry_point_of(playbook):
+    """The role and entry point a playbook of the checkout runs on the head: ``roles:`` (main) or an include_role's
+    ``tasks_from`` (that file's name)."""
+    for play in load_yaml(playbook):
+        for item in play.get("roles") or []:
+            return item["role"].split(".")[-1], "main"
+        for task in play.get("tasks") or []:
+            include = task.get("ansible.builtin.include_role")
+            if include:
+                return include["name"].split(".")[-1], os.path.splitext(include.get("tasks_from", "main"))[0]
+    raise AssertionError("%s runs no role" % playbook)
+
+
+def test_the_extra_vars_the_controller_passes_are_inputs_of_the_entry_point_its_playbook_runs():
+    """No renaming layer: the controller passes the role's own input names (declared, of their declared type) to
+    the playbooks it runs, so that a renamed input fails here rather than being dropped in a run."""
+    nxt = {"submission_id": RUN + "-r1", "request": {"submission_id": RUN + "-r1"}, "info": {"run": RUN, "attempt": 1}}
+    for playbook, extra_vars in ((mvp_controller.PLAYBOOKS["record"], mvp_controller.record_vars(RUN, True)),
+                                 (mvp_controller.PLAYBOOKS["submit"], mvp_controller.start_vars(nxt))):
+        role, entry = entry_point_of(playbook)
+        options = load_yaml("roles", role, "meta", "argument_specs.yml")["argument_specs"][entry]["options"]
+        for name, value in extra_vars.items():
+            assert name in options, (playbook, entry, name)
+            assert isinstance(value, YAML_TYPES[options[name]["type"]]), (playbook, name, value)
+    assert mvp_controller.start_vars(nxt)["submit_job_restart"] == {"request": nxt["request"], "info": nxt["info"]}
+
+
+def test_the_controllers_defaults_are_its_settings_defaults():
+    """DEFAULTS is the one table: each optional key's setting (SETTINGS) has that value as its default - the role's
+    defaults/main.yml and argument spec, or the shared inventories/common/all - unless the default is computed from
+    the inventory (then the argument spec declares none); the role passes every key from that setting."""
+    defaults = load_yaml("roles", "job_controller", "defaults", "main.yml")
+    options = load_yaml("roles", "job_controller", "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+    shared = {}
+    for name in sorted(os.listdir(os.path.join(ROOT, "inventories", "common", "all"))):
+        shared.update(load_yaml("inventories", "common", "all", name))
+    task = next(t for t in load_yaml("roles", "job_controller", "tasks", "main.yml")
+                if "mvp.ray.ray_job_controller" in t)["mvp.ray.ray_job_controller"]
+    passed = dict(task["config"], **task["secrets"])
+    # playbooks: tests point it elsewhere; collections_path and content: what the role installed (install.yml).
+    assert set(mvp_controller.SETTINGS) == set(mvp_controller.DEFAULTS) - {"playbooks", "collections_path", "content"}
+    for key, setting in mvp_controller.SETTINGS.items():
+        assert setting in passed[key], (key, passed[key])
+        value = defaults[setting] if setting in defaults else shared[setting]
+        if isinstance(value, str) and "{{" in value:
+            assert "default" not in options.get(setting, {}), setting
+            continue
+        assert value == mvp_controller.DEFAULTS[key], (key, setting, value)
+        if "default" in options.get(setting, {}):
+            assert options[setting]["default"] == mvp_controller.DEFAULTS[key], (key, setting)

@@ -5,6 +5,7 @@ Each test describes the cluster (``fake_ray``: nodes, jobs and how their status 
 the module's main() with its options; the expected values come from that description.
 """
 import json
+import time
 
 import pytest
 
@@ -103,6 +104,31 @@ def test_the_pending_deadline_leaves_its_cause_in_the_job_directory_for_the_verd
                                    entrypoint_resources={"worker_node": 1}, entrypoint_num_cpus=1, wait="placed",
                                    pending_timeout=30, poll_interval=5, job_dir={"path": str(busy), "files": {}}))
     assert result["failed"] and "cause" not in json.loads((busy / "logs" / "stopped_by.json").read_text())
+
+
+def test_without_a_deadline_of_its_own_the_wait_for_placement_ends_at_the_stop_the_job_controller_notes(
+        fake_ray, clock, run_module, tmp_path, monkeypatch):
+    """pending_timeout 0 (submit_job's handed-over jobs): no stop of its own however long the job is PENDING; the
+    wait ends when the job's logs/stopped_by.json appears (the job controller's deadline; Ray still says PENDING)."""
+    job_dir = tmp_path / "jobs" / "job-1"
+    job_dir.parent.mkdir()
+    note = {"by": "the job controller ctl", "why": "Ray job job-1 still PENDING after 900s: no ALIVE node offers it",
+            "cause": "infeasible"}
+    stop_at, poll = 900, 5
+
+    def sleep(seconds):
+        clock.sleep(seconds)
+        path = job_dir / "logs" / "stopped_by.json"
+        if clock.elapsed >= stop_at and not path.exists():
+            path.write_text(json.dumps(note))
+    monkeypatch.setattr(time, "sleep", sleep)
+    result = run_module(main, args(entrypoint="python -u job.py", entrypoint_resources={"worker_node": 1, "gpu_node": 1},
+                                   entrypoint_num_cpus=1, wait="placed", pending_timeout=0, poll_interval=poll,
+                                   job_dir={"path": str(job_dir), "files": {}}))
+    assert result["failed"] and fake_ray.called("stop_job") == []
+    assert stop_at <= clock.elapsed <= stop_at + poll
+    assert result["msg"] == "Ray job job-1 was stopped before its driver was placed, by %s: %s" % (note["by"], note["why"])
+    assert result["stopped_by"] == note and result["job"]["status"] == "PENDING" and "placement" not in result
 
 
 def test_an_existing_id_is_reported_and_not_submitted_again(fake_ray, clock, run_module):
