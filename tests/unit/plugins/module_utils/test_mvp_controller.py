@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ansible_collections.mvp.ray.plugins.module_utils import mvp_controller
+from ansible_collections.mvp.ray.plugins.module_utils import mvp_controller, mvp_run_state
 
 RUN = "sft-20261127-120000-abcdef"
 
@@ -596,11 +596,11 @@ def test_the_heartbeat_names_the_content_the_controller_runs():
     content = {"source": "/work/main", "version": "0.1.0", "hash": "0123456789abcdef"}
     beat = json.dumps({"name": "ctl", "host": "h1", "pid": 7, "at": now - 1, "poll_s": 2, "runs": [],
                        "content": content})
-    assert "(pid 7) running mvp.ray 0.1.0 (content 0123456789abcdef) is alive" in mvp_controller.controller_line(
+    assert "(pid 7) running mvp.ray 0.1.0 (content 0123456789abcdef) is alive" in mvp_run_state.controller_line(
         None, beat, now)
     checkout = json.dumps({"name": "ctl", "host": "h1", "pid": 7, "at": now - 1, "poll_s": 2, "runs": ["a"],
                            "content": {"source": "/home/dev/mvp", "version": "", "hash": ""}})
-    assert "(pid 7) running the checkout /home/dev/mvp:" in mvp_controller.controller_line(None, checkout, now)
+    assert "(pid 7) running the checkout /home/dev/mvp:" in mvp_run_state.controller_line(None, checkout, now)
 
 
 def test_a_controller_that_keeps_dying_is_started_again_later_and_later_and_the_keeper_says_why(tmp_path):
@@ -637,7 +637,7 @@ def test_a_controller_that_keeps_dying_is_started_again_later_and_later_and_the_
     assert said and "No module named 'ansible_collections.mvp'" in said[-1]
     beat = read(str(beat_path))
     assert beat["at"] == 50.0 and beat["keeper"]["failures"] == len(starts) - 1
-    line = mvp_controller.controller_line(None, json.dumps(beat), now[0])
+    line = mvp_run_state.controller_line(None, json.dumps(beat), now[0])
     assert "NOT supervised - the job controller keeps dying" in line and "No module named" in line
     assert [mvp_controller.backoff_s(n) for n in (0, 1, 2, 8, 20)] == [0.0, 4.0, 8.0, 300.0, 300.0]
 
