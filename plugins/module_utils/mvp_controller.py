@@ -87,6 +87,9 @@ inventory's, not inherited."""
 WORKER_START_S = 30
 """Seconds the heal gives worker containers it started again to join the cluster before it runs the cluster playbook."""
 
+HEAD_EXIT_S = 5
+"""Seconds the heal looks whether a head that stopped answering has a container that exited (then it starts it again)."""
+
 URGENT_POLL_S = 0.5
 """Seconds between two passes while a preempted run's next checkpoint is awaited (it is stopped right after it)."""
 
@@ -577,6 +580,11 @@ class Controller(object):
         import docker.errors  # pylint: disable=import-outside-toplevel
         try:
             container = self.docker().containers.get(name)
+            deadline = self.clock() + HEAD_EXIT_S
+            while container.status == "running" and self.clock() < deadline:
+                # A killed head's dashboard refuses connections a moment before Docker says its container exited.
+                self.sleep(0.5)
+                container.reload()
             if container.status not in ("exited", "created"):
                 return False
             container.start()

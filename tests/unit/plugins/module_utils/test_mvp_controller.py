@@ -467,12 +467,18 @@ class FakeContainer(object):
     """A container as the Docker SDK's ``containers.get`` returns it: ``status`` and ``attrs``."""
 
     def __init__(self, status, ip="", exit_code=0, ip_on_start=""):
-        self.status, self.ip_on_start, self.starts = status, ip_on_start, 0
+        self.status, self.ip_on_start, self.starts, self.reloads, self.exits_after = status, ip_on_start, 0, 0, None
         self.attrs = {"State": {"ExitCode": exit_code, "FinishedAt": "2026-11-28T21:00:00Z"},
                       "NetworkSettings": {"Networks": {"mvp-ray-net": {"IPAddress": ip}}}}
 
+    def reload(self):
+        """Docker's state again: ``exits_after`` reloads of a running container, then exited."""
+        self.reloads += 1
+        if self.status == "running" and self.exits_after is not None and self.reloads >= self.exits_after:
+            self.status = "exited"
+
     def start(self):
-        self.status, self.starts = "running", self.starts + 1
+        self.status, self.starts, self.exits_after = "running", self.starts + 1, None
         self.attrs["NetworkSettings"]["Networks"]["mvp-ray-net"]["IPAddress"] = self.ip_on_start
 
 
@@ -654,7 +660,21 @@ def test_a_head_whose_container_exited_is_started_again_without_the_heal_playboo
     assert head.starts == 1 and playbooks.calls == [] and ctl.head_lost_since is None
     ctl.tick()
     assert playbooks.calls == [] and fake_ray.called("stop_job") == []
+    # Killed: its dashboard refuses connections while Docker still says running for a moment; then exited.
+    head.status, head.exits_after = "running", 3
+    fake_ray.unreachable = ConnectionRefusedError(111, "Connection refused")
+    now = [time.time()]
+
+    def sleep(seconds):  # the restarted head answers once it was started again
+        now[0] += seconds
+        if head.starts == 2:
+            fake_ray.unreachable = None
+    ctl.clock, ctl.sleep = (lambda: now[0]), sleep
+    ctl.tick()
+    assert head.starts == 2 and head.reloads == 3 and playbooks.calls == []
     # A head whose container is gone is made by the heal playbook.
+    fake_ray.unreachable = ConnectionRefusedError(111, "Connection refused")
+    ctl.sleep = lambda seconds: None
     engine.by_name.clear()
     ctl.tick()
     assert playbooks.names() == ["cluster.yml"]
