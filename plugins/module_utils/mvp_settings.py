@@ -83,7 +83,7 @@ def old_names_given(names_by_host):
             where = "%s and %d more hosts" % (", ".join(hosts[:HOSTS_SHOWN]), len(hosts) - HOSTS_SHOWN)
         else:
             where = ", ".join(hosts)
+        new_names = " and ".join(RENAMED[old])
         sentences.append("%s (given for %s) is now %s (mvp.ray %s): rename it in the inventory or on the command "
-                         "line; the old name is no longer read." % (old, where, " and ".join(RENAMED[old]),
-                                                                     NEW_NAMES_RELEASE))
+                         "line; the old name is no longer read." % (old, where, new_names, NEW_NAMES_RELEASE))
     return sentences
