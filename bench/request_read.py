@@ -29,7 +29,8 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "collections"))
 
-from ansible_collections.mvp.ray.plugins.module_utils import mvp_request, mvp_request_read  # noqa: E402 pylint: disable=C0413
+from ansible_collections.mvp.ray.plugins.module_utils.request import (  # noqa: E402 pylint: disable=C0413
+    mvp_request, mvp_request_read)
 
 # The builder's defaults for the whole check of a request (the local cluster's shape, the role's priority classes);
 # the catalog is the shipped one.

@@ -54,7 +54,7 @@ import urllib.request
 from datetime import datetime
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "plugins", "module_utils"))
+sys.path.insert(0, os.path.join(ROOT, "plugins", "module_utils", "lifecycle"))
 import mvp_playbook_run  # noqa: E402  pylint: disable=wrong-import-position
 PREFIX = "mvp-bench"
 NETWORK = "mvp-bench-net"

@@ -49,8 +49,8 @@ def one_run(watchdog, seconds, step_s, lines_per_s):
     with tempfile.TemporaryDirectory() as tmp:
         tools = os.path.join(tmp, "tools")
         os.makedirs(tools)
-        for src in ("roles/job_tools/files/mvp_entry.py", "plugins/module_utils/mvp_verdict.py",
-                    "plugins/module_utils/mvp_job.py"):
+        for src in ("roles/job_tools/files/mvp_entry.py", "plugins/module_utils/lifecycle/mvp_verdict.py",
+                    "plugins/module_utils/storage/mvp_job.py"):
             with open(os.path.join(ROOT, src)) as handle, open(os.path.join(tools, os.path.basename(src)), "w") as out:
                 out.write(handle.read())
         os.makedirs(os.path.join(tmp, "verl"))

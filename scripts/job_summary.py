@@ -18,8 +18,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "collections"))
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES  # noqa: E402
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import list_job_dirs, read_run  # noqa: E402
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import FILES  # noqa: E402
+from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_runs import list_job_dirs, read_run  # noqa: E402
 
 LOSSES = ("train/loss", "critic/vf_loss", "actor/pg_loss", "actor/entropy")
 

@@ -1,6 +1,6 @@
 """The GPU node image's platform layer: which verl releases it runs (entry point group ``mvp.platform``).
 
-The project's submission check (plugins/module_utils/mvp_release.py in the collection) reads ``PLATFORM`` from
+The project's submission check (plugins/module_utils/request/mvp_release.py in the collection) reads ``PLATFORM`` from
 the nodes' Python and refuses a code snapshot of a release outside ``PLATFORM["verl"]`` unless the request
 accepts the risk. The image's Dockerfile writes the range and the base image into :data:`DECLARATION` at build
 time (build arguments MVP_VERL_RELEASES and MVP_BASE_IMAGE, from the inventory's docker_host_node_image_verl_releases

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_secret_file import generate_result
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_secret_file import generate_result
 from ansible_collections.mvp.ray.plugins.plugin_utils.mvp_in_process import InProcessAction, path_option
 
 

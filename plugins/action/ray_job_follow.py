@@ -17,8 +17,8 @@ import time
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_progress import progress_line
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_run_state import (
+from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_progress import progress_line
+from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_run_state import (
     Files, attempt_file, heartbeat_file, heartbeat_state, run_state)
 
 display = Display()

@@ -10,10 +10,10 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import load_extra_vars
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import new_submission_id, submission_id_prefix
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import (
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import new_submission_id, submission_id_prefix
+from ansible_collections.mvp.ray.plugins.module_utils.request.mvp_request import (
     REQUEST_KEYS, JobSpecError, check_bounds, check_request, mvp_parse_jobspec)
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_request_read import LIMITS
+from ansible_collections.mvp.ray.plugins.module_utils.request.mvp_request_read import LIMITS
 
 
 class ActionModule(ActionBase):

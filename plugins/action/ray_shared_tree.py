@@ -9,7 +9,7 @@ module call for it cost 0.5-0.8 s of every cold bring-up (issue 52). Any other t
 
 from __future__ import annotations
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_shared_tree import tree_result
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_shared_tree import tree_result
 from ansible_collections.mvp.ray.plugins.plugin_utils.mvp_in_process import InProcessAction, path_option
 
 

@@ -9,7 +9,7 @@ cost 0.7 s of every cold bring-up. Any other task (a remote docker host, become)
 
 from __future__ import annotations
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_text_files import text_files_result
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_text_files import text_files_result
 from ansible_collections.mvp.ray.plugins.plugin_utils.mvp_in_process import InProcessAction, path_option
 
 

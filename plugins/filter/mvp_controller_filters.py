@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.mvp.ray.plugins.module_utils import mvp_run_state
+from ansible_collections.mvp.ray.plugins.module_utils.lifecycle import mvp_run_state
 
 
 def mvp_controller_line(runs, heartbeat, now):

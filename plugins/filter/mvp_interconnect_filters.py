@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Jinja2 filters over the interconnect rules (a thin adapter of ``module_utils/mvp_interconnect.py``).
+"""Jinja2 filters over the interconnect rules (a thin adapter of ``module_utils/cluster/mvp_interconnect.py``).
 
 The preflight reads the cluster's interconnect baseline and the latest selftest's measurement
 from the shared storage (``ansible.builtin.slurp`` on the head) and shows their comparison;
@@ -15,7 +15,7 @@ import json
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.mvp.ray.plugins.module_utils import mvp_interconnect
+from ansible_collections.mvp.ray.plugins.module_utils.cluster import mvp_interconnect
 
 
 def _record(value):

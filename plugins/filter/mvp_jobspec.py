@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """Jinja2 filters over the job spec builder (a thin adapter).
 
-The builder lives in ``plugins/module_utils/mvp_spec.py``, the request's keys and rules in ``mvp_request.py``,
+The builder lives in ``plugins/module_utils/request/mvp_spec.py``, the request's keys and rules in ``mvp_request.py``,
 the refusals in ``mvp_refuse.py`` (the job contract's names in ``mvp_job.py``), where modules and tests
 import them; these filters only
 call them from the roles' tasks and turn the builder's ``JobSpecError`` into Ansible's
@@ -15,11 +15,12 @@ import functools
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.mvp.ray.plugins.module_utils import mvp_copies, mvp_job, mvp_refuse, mvp_request, mvp_spec
+from ansible_collections.mvp.ray.plugins.module_utils.request import mvp_refuse, mvp_request, mvp_spec
+from ansible_collections.mvp.ray.plugins.module_utils.storage import mvp_copies, mvp_job
 # Re-exported for callers that import the filter module by file (tests, tests/reliability).
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import (  # noqa: F401 pylint: disable=unused-import
+from ansible_collections.mvp.ray.plugins.module_utils.request.mvp_request import (  # noqa: F401 pylint: disable=unused-import
     HYDRA_SUBDIR, OWNED_ENV, REQUEST_KEYS, RUNTIME_ENV_REFUSED, SUBMISSION_ID_RE, JobSpecError, owned_overrides)
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_spec import hydra_value  # noqa: F401 pylint: disable=unused-import
+from ansible_collections.mvp.ray.plugins.module_utils.request.mvp_spec import hydra_value  # noqa: F401 pylint: disable=unused-import
 
 
 def _ansible_errors(function):

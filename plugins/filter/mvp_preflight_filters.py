@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Jinja2 filter over the preflight's rules (a thin adapter of ``module_utils/mvp_preflight.py``).
+"""Jinja2 filter over the preflight's rules (a thin adapter of ``module_utils/cluster/mvp_preflight.py``).
 
 The preflight role inspects every node with ``mvp.ray.ray_node_preflight`` and then checks the
 whole cluster in one task on the controller with this filter. The filter is documented for
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.mvp.ray.plugins.module_utils import mvp_preflight
+from ansible_collections.mvp.ray.plugins.module_utils.cluster import mvp_preflight
 
 
 def mvp_preflight_problems(nodes, expect):

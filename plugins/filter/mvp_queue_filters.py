@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_queue import row_line
+from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_queue import row_line
 
 
 def mvp_queue_line(row):

@@ -2,7 +2,7 @@
 """Jinja2 filters for the settings a docker-host node container starts Ray from, and for what the
 workers' starts of Ray have to say.
 
-Thin adapters of ``module_utils/mvp_ray_start.py`` (the ``ray start`` command lines the ray_head and
+Thin adapters of ``module_utils/cluster/mvp_ray_start.py`` (the ``ray start`` command lines the ray_head and
 ray_worker modules run too); documented for ``ansible-doc -t filter`` in ``mvp_ray_node_settings.yml``
 and ``mvp_ray_start_notes.yml``.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import node_settings, start_notes
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_ray_start import node_settings, start_notes
 
 
 def mvp_ray_node_settings(kind, options):

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_running_jobs import interrupted, job_line, refusal
+from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_running_jobs import interrupted, job_line, refusal
 
 
 def mvp_interrupted_jobs(active, changes):

@@ -4,7 +4,7 @@ release 0.1.0 read (module_utils ``mvp_settings.RENAMED``)."""
 
 from __future__ import annotations
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_settings import old_names_given
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_settings import old_names_given
 
 
 def mvp_old_names(hostvars):

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import one_line
+from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_verdict import one_line
 
 
 def mvp_verdict_line(record):

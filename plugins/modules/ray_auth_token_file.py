@@ -95,9 +95,9 @@ authentication_mode:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import octal_mode
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_rest import HttpJson, authentication_mode
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_secret_file import generate_result, write_token
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_files import octal_mode
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_ray_rest import HttpJson, authentication_mode
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_secret_file import generate_result, write_token
 
 
 def asked(url):

@@ -135,12 +135,12 @@ jobs:
 
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils import mvp_queue
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_running_jobs import active_jobs
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import queue_states
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
+from ansible_collections.mvp.ray.plugins.module_utils.lifecycle import mvp_queue
+from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_running_jobs import active_jobs
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import queue_states
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_ray import (
     CONNECTION_ARGS, connect, job_row, list_job_actors, list_nodes, summarize)
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_rest import authentication_mode
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_ray_rest import authentication_mode
 
 
 def main():

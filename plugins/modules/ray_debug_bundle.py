@@ -152,7 +152,7 @@ then_waited:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_debug_bundle import (
+from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_debug_bundle import (
     BUNDLE_OPTIONS, bundle_paths, stamp_now, start_detached, take)
 
 

@@ -94,7 +94,7 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_gsm8k import (
+from ansible_collections.mvp.ray.plugins.module_utils.data.mvp_gsm8k import (
     check_manifest, convert_rows, load_split, sample_rows, write_manifest, write_parquet_atomic)
 
 RL_FILES = {"train": "train.parquet", "test": "test.parquet"}

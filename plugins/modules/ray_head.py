@@ -159,11 +159,12 @@ import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import describe, listening_pids
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import clients, list_nodes, summarize
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, sha256_file, write_text_if_changed
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_secret_file import NODE_TOKEN_ARGS, write_node_token
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_proc import describe, listening_pids
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_ray import clients, list_nodes, summarize
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_files import (
+    read_json, sha256_file, write_text_if_changed)
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_secret_file import NODE_TOKEN_ARGS, write_node_token
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_ray_start import (
     head_start_argv, head_start_env, settings_text, with_ray_on_path)
 
 

@@ -557,9 +557,10 @@ debug_bundle:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_debug_bundle import BUNDLE_OPTIONS
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import CONNECTION_ARGS
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_submission import CHECK_OPTIONS, MLFLOW_OPTIONS, RayJob
+from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_debug_bundle import BUNDLE_OPTIONS
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_ray import CONNECTION_ARGS
+from ansible_collections.mvp.ray.plugins.module_utils.request.mvp_submission import (
+    CHECK_OPTIONS, MLFLOW_OPTIONS, RayJob)
 
 
 def main():

@@ -113,11 +113,12 @@ import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import differs, write_text_atomic
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import is_submission_id
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_service import paths, read_spec, running_pid, start, stop
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_files import differs, write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import is_submission_id
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_service import (
+    paths, read_spec, running_pid, start, stop)
 
-MODULE = "ansible_collections.mvp.ray.plugins.module_utils.mvp_controller"
+MODULE = "ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_controller"
 SERVICE = "controller"
 KEEPER = "keeper"
 

@@ -201,8 +201,9 @@ progress:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_progress import key_metric, progress_line, read_progress
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
+from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_progress import (
+    key_metric, progress_line, read_progress)
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_ray import (
     CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, bundle_shapes, is_infeasible, job_row, list_nodes,
     list_placement_groups, pending_groups, pending_message, placement, resource_holders, stalled_message,
     stalled_placement_groups, status_name, waiting_message)

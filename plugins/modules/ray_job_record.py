@@ -105,12 +105,12 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, write_text_atomic
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import job_file
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import record_verdict
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import (
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_files import read_json, write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import job_file
+from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_mlflow import record_verdict
+from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_verdict import (
     LOST_STATUS, judge_job_dir, stopped_while_pending)
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import (
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_ray import (
     CONNECTION_ARGS, TERMINAL_STATUSES, JobModule, list_job_actors, list_nodes, status_name)
 
 STATUS_KEYS = ("submission_id", "message", "start_time", "end_time", "driver_exit_code")

@@ -231,12 +231,12 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_resume import epoch_info
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import compare_runs, list_job_dirs, read_run
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import ui_url
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray import clients, job_row, list_nodes, summarize
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_verdict import one_line
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_files import write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_resume import epoch_info
+from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_runs import compare_runs, list_job_dirs, read_run
+from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_mlflow import ui_url
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_ray import clients, job_row, list_nodes, summarize
+from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_verdict import one_line
 
 ID_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 

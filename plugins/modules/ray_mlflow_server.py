@@ -155,10 +155,10 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_mlflow import MlflowClient
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import describe, listening_pids
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_service import (
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_files import write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_mlflow import MlflowClient
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_proc import describe, listening_pids
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_service import (
     paths, read_spec, running_pid, start, stop)
 
 NAME = "mlflow"

@@ -50,7 +50,7 @@ options:
   tiny:
     description:
       - Settings of a tiny random model (every key optional, integers), see
-        C(module_utils/mvp_tiny_model.DEFAULT_SPEC) - C(hidden_size) 128,
+        C(module_utils/data/mvp_tiny_model.DEFAULT_SPEC) - C(hidden_size) 128,
         C(intermediate_size) 256, C(num_hidden_layers) 2, C(num_attention_heads) 2,
         C(num_key_value_heads) 1, C(vocab_size) 512 (the tokenizer's target size),
         C(max_position_embeddings) 1024, C(seed) 0 (weights), C(corpus_rows) 2000 (sample
@@ -109,9 +109,10 @@ import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import NAME_RE
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_gsm8k import sample_rows, sha256_file
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_tiny_model import build_in_subprocess, corpus, normalize_spec, read_spec
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import NAME_RE
+from ansible_collections.mvp.ray.plugins.module_utils.data.mvp_gsm8k import sample_rows, sha256_file
+from ansible_collections.mvp.ray.plugins.module_utils.data.mvp_tiny_model import (
+    build_in_subprocess, corpus, normalize_spec, read_spec)
 
 RECORD = ".submit_job_model.json"
 MANIFEST = "MANIFEST.json"

@@ -179,9 +179,9 @@ import os
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import write_text_atomic
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_gpu import read_gpus
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import describe, listening_pids
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_files import write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_gpu import read_gpus
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_proc import describe, listening_pids
 
 # Run by ray_python: prints the Python version and Ray's version without importing Ray
 # (importing Ray takes about a second of CPU per node).

@@ -97,7 +97,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 report:
-  description: What the report shows (see module_utils/mvp_report.build_report) plus C(plots).
+  description: What the report shows (see module_utils/tracking/mvp_report.build_report) plus C(plots).
   type: dict
   returned: success
   contains:
@@ -126,7 +126,8 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_report import build_report, check_metric_spec, plot_kind
+from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_report import (
+    build_report, check_metric_spec, plot_kind)
 
 
 LINESTYLES = ["-", "--", ":", "-."]

@@ -56,7 +56,7 @@ created:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_shared_tree import tree_result
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_shared_tree import tree_result
 
 
 def main():

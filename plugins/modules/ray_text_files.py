@@ -68,7 +68,7 @@ results:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_text_files import text_files_result
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_text_files import text_files_result
 
 
 def main():

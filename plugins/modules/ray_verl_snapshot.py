@@ -31,8 +31,9 @@ attributes:
 options:
   code_id:
     description:
-      - Snapshot name; follows the submission id rule (C(SUBMISSION_ID_RE) of C(plugins/module_utils/mvp_job.py)) - letters,
-        digits, C(.), C(_), C(-), starting with a letter or digit, at most 128 characters.
+      - Snapshot name; follows the submission id rule (C(SUBMISSION_ID_RE) of
+        C(plugins/module_utils/storage/mvp_job.py)) - letters, digits, C(.), C(_), C(-), starting with a letter or
+        digit, at most 128 characters.
     type: str
     required: true
   src:
@@ -103,8 +104,8 @@ import time
 import zipfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import NAME_RE as CODE_ID_RE
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_snapshot import write_manifest
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import NAME_RE as CODE_ID_RE
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_snapshot import write_manifest
 
 
 def tree_hash(root):

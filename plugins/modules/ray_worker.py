@@ -214,11 +214,12 @@ import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_net import head_network
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_proc import find_argv
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_files import read_json, sha256_file, write_text_if_changed
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_secret_file import NODE_TOKEN_ARGS, write_node_token
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import (
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_net import head_network
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_proc import find_argv
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_files import (
+    read_json, sha256_file, write_text_if_changed)
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_secret_file import NODE_TOKEN_ARGS, write_node_token
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_ray_start import (
     as_text, check_gcs_address, ray_reason, retry_pause, secret_vars, settings_text, with_ray_on_path,
     worker_start_argv)
 

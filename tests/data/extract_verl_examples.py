@@ -5,7 +5,7 @@ The corpus (``verl_examples_0.9.1.json`` next to this file) lists, for every
 ``python3 -m verl.trainer.<module>`` call found in a verl commit's ``examples/``
 tree (and ``recipe/`` when that is a directory rather than a submodule), the
 Hydra overrides the call passes.
-``tests/unit/plugins/module_utils/test_mvp_hydra_verl_examples.py`` composes each entry
+``tests/unit/plugins/module_utils/request/test_mvp_hydra_verl_examples.py`` composes each entry
 against the released config tree to check that the project's override validator accepts
 what verl's own examples pass.
 

@@ -41,7 +41,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "reliability"))
 sys.path.insert(0, os.path.join(ROOT, "collections"))
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_runs import checkpoint_problems  # noqa: E402
+from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_runs import checkpoint_problems  # noqa: E402
 from faults import Cluster, run_cases, suite_parser  # noqa: E402
 from resume import metrics  # noqa: E402
 from verdicts import Job, extra_vars, read_json  # noqa: E402

@@ -28,8 +28,8 @@ for sub in ("collections", "plugins/filter"):
     sys.path.insert(0, os.path.join(ROOT, sub))
 
 from mvp_jobspec import mvp_job_spec  # noqa: E402
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import check_request  # noqa: E402
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_verl_rules import CHILD, RESULT_MARK  # noqa: E402
+from ansible_collections.mvp.ray.plugins.module_utils.request.mvp_request import check_request  # noqa: E402
+from ansible_collections.mvp.ray.plugins.module_utils.request.mvp_verl_rules import CHILD, RESULT_MARK  # noqa: E402
 
 INVENTORIES = ("dev", "prod")
 

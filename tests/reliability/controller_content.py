@@ -4,8 +4,8 @@
 Cases:
 
 * "code change": an SFT run submitted with ``-e wait=false`` trains; a controller module of the checkout is changed
-  (one comment line appended to ``plugins/module_utils/mvp_restart.py``) and ``site.yml`` runs: the controller is
-  restarted with the new content (the hash in its heartbeat changes, and its pid) while the run trains, follows it
+  (one comment line appended to ``plugins/module_utils/lifecycle/mvp_restart.py``) and ``site.yml`` runs: the
+  controller is restarted with the new content (the hash in its heartbeat changes, and its pid) while the run trains, follows it
   (the run in its heartbeat, a new step), and ends it with its record once it is stopped (``stop.yml``). The file is put back and ``site.yml`` runs again (the content hash returns).
 * "installed from anywhere": the collection built with ``ansible-galaxy collection build`` and installed into a fresh
   folder, the local inventory copied beside it (``inventories/local`` and ``inventories/common``, its secrets
@@ -34,7 +34,7 @@ from faults import CaseFailed, Cluster, run_cases, suite_parser
 from verdicts import Job, extra_vars, read_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-EDITED = os.path.join(ROOT, "plugins", "module_utils", "mvp_restart.py")
+EDITED = os.path.join(ROOT, "plugins", "module_utils", "lifecycle", "mvp_restart.py")
 # An SFT of 40 epochs (320 steps, about 8 minutes here): site.yml runs while it trains (it took up to 90 s on a busy
 # machine); the run is stopped once the restarted controller has followed it through a new step.
 OVERRIDES = {"trainer.total_epochs": 40}

@@ -1,9 +1,10 @@
 """Fixtures the unit tests share: the workload catalog, the job spec defaults, one cached verl release.
 
-The tests mirror the code: ``plugins/{modules,module_utils,filter}/test_<name>.py`` test
-``plugins/<kind>/<name>.py``; ``roles/``, ``scripts/``, ``images/`` and ``inventories/`` hold the
-tests of the files of the same place in the checkout. ``tests/conftest.py`` makes the plugins
-importable; ``plugins/modules/conftest.py`` holds the fake of Ray's Jobs and State APIs.
+The tests mirror the code: ``plugins/{modules,filter}/test_<name>.py`` test ``plugins/<kind>/<name>.py``,
+``plugins/module_utils/<package>/test_<name>.py`` test ``plugins/module_utils/<package>/<name>.py``; ``roles/``,
+``scripts/``, ``images/`` and ``inventories/`` hold the tests of the files of the same place in the checkout.
+``tests/conftest.py`` makes the plugins importable; ``plugins/modules/conftest.py`` holds the fake of Ray's Jobs
+and State APIs.
 """
 import json
 import os

@@ -7,7 +7,7 @@ documentation (the ``DOCUMENTATION``, ``EXAMPLES`` and ``RETURN`` of ``plugins/m
 
 * a **repository path**: a word that starts with one of the checkout's top-level folders (``TOP``: ``playbooks/``,
   ``roles/``, ``plugins/``, ...) and is not part of a longer path (not preceded by ``/``, ``.``, ``~`` or a word
-  character), such as ``plugins/module_utils/mvp_job.py`` or ``roles/job_controller/``. Paths inside a job
+  character), such as ``plugins/module_utils/storage/mvp_job.py`` or ``roles/job_controller/``. Paths inside a job
   directory or a node (``logs/status.json``, ``config/job_spec.json``, ``/private/jobs/...``,
   ``<shared_root>/ray/plays``) start with no such folder and are not repository paths; a path with a placeholder
   or a pattern (``roles/<role>/defaults/main.yml``, ``roles/*/README.md``, ``plugins/{modules,filter}/``) is
@@ -141,10 +141,11 @@ def anchors(path):
 
 
 def test_the_path_pattern_takes_repository_paths_only():
-    text = ("see `plugins/module_utils/mvp_job.py`, [x](../../docs/jobs.md#a), roles/job_controller/. and "
+    text = ("see `plugins/module_utils/storage/mvp_job.py`, [x](../../docs/jobs.md#a), roles/job_controller/. and "
             "`logs/status.json`, /private/jobs/x, <shared_root>/ray/plays, roles/<role>/defaults/main.yml, "
             "roles/*/README.md, plugins/{modules,filter}/x, a/docs/y.md, ~/tests/z, images/node/build.sh:4")
-    assert repository_paths(text) == ["plugins/module_utils/mvp_job.py", "roles/job_controller/", "images/node/build.sh"]
+    assert repository_paths(text) == ["plugins/module_utils/storage/mvp_job.py", "roles/job_controller/",
+                                      "images/node/build.sh"]
 
 
 def test_a_named_path_is_missing_unless_it_exists_is_ignored_by_git_or_an_example():

@@ -43,8 +43,8 @@ import time
 import urllib.parse
 import urllib.request
 
-import mvp_verdict  # noqa: E402 - installed beside this file (plugins/module_utils/mvp_verdict.py)
-from mvp_job import FILES  # noqa: E402 - installed beside this file (plugins/module_utils/mvp_job.py)
+import mvp_verdict  # noqa: E402 - installed beside this file (plugins/module_utils/lifecycle/mvp_verdict.py)
+from mvp_job import FILES  # noqa: E402 - installed beside this file (plugins/module_utils/storage/mvp_job.py)
 
 HANG_EXIT = 124
 # Seconds between two looks at the metrics file.

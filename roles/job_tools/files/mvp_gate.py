@@ -40,9 +40,10 @@ import sys
 import time
 import urllib.request
 
-import mvp_queue  # noqa: E402 - installed beside this file (plugins/module_utils/mvp_queue.py)
+import mvp_queue  # noqa: E402 - installed beside this file (plugins/module_utils/lifecycle/mvp_queue.py)
 from mvp_entry import auth_headers, write_json  # noqa: E402 - the job tool beside this file
-from mvp_job import job_file, queue_states  # noqa: E402 - installed beside this file (plugins/module_utils/mvp_job.py)
+# installed beside this file (plugins/module_utils/storage/mvp_job.py)
+from mvp_job import job_file, queue_states  # noqa: E402
 
 # Exit codes of the gate itself (the program's own pass through).
 TIMEOUT_EXIT = 4

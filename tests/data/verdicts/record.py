@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Record one real job's classifier inputs as a fixture of
-tests/unit/plugins/module_utils/test_mvp_verdict.py.
+tests/unit/plugins/module_utils/lifecycle/test_mvp_verdict.py.
 
 Usage (on the docker host, while the cluster that ran the job is up):
     python tests/data/verdicts/record.py --host-shared /srv/mvp/private --job ID \

@@ -1,6 +1,6 @@
 """Fixtures shared by the plugin tests (modules, module_utils): a fake cluster behind mvp_ray_rest."""
 import pytest
-from ansible_collections.mvp.ray.plugins.module_utils import mvp_ray_rest
+from ansible_collections.mvp.ray.plugins.module_utils.cluster import mvp_ray_rest
 from ray_dashboard_fake import FakeRay, node
 
 

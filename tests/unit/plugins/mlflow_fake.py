@@ -1,4 +1,4 @@
-"""A stand-in for MLflow's tracking server in unit tests: the REST routes module_utils.mvp_mlflow calls.
+"""A stand-in for MLflow's tracking server in unit tests: the REST routes module_utils.tracking.mvp_mlflow calls.
 
 Only the payload shapes of MLflow's REST API 2.0 (mlflow.org/docs/latest/rest-api.html), kept in
 memory; the real server runs in the molecule train scenario (a job's run against its metrics file).

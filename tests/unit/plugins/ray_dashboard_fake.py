@@ -3,7 +3,7 @@
 ``FakeRay.handle`` answers one request as Ray 2.60's routes do (``dashboard/modules/job/job_head.py``,
 ``dashboard/modules/state/state_head.py``): the module tests put it behind ``open_url`` of
 module_utils mvp_ray_rest (tests/unit/plugins/modules/conftest.py, fixture ``fake_ray``), the tests
-of mvp_ray_rest behind a real HTTP server (tests/unit/plugins/module_utils/test_mvp_ray_rest.py).
+of mvp_ray_rest behind a real HTTP server (tests/unit/plugins/module_utils/cluster/test_mvp_ray_rest.py).
 """
 import contextlib
 import enum

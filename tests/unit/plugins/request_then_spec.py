@@ -3,7 +3,7 @@ normalises the request once (``mvp_request.check_request``), then the ``mvp_job_
 the checked request (``mvp_spec.mvp_job_spec`` takes it as given)."""
 import mvp_jobspec
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import check_request
+from ansible_collections.mvp.ray.plugins.module_utils.request.mvp_request import check_request
 
 
 def mvp_job_spec(request, catalog, defaults):

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from ansible_collections.mvp.ray.plugins.action.ray_job_follow import follow_again_command, observe
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_progress import duration
+from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_progress import duration
 
 from ray_dashboard_fake import FakeRay, served
 

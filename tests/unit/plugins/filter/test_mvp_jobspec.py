@@ -10,8 +10,8 @@ import mvp_spec
 from mvp_jobspec import hydra_value, mvp_submit_cmd
 from request_then_spec import mvp_job_spec
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import new_submission_id
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_request import JobSpecError, check_request
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import new_submission_id
+from ansible_collections.mvp.ray.plugins.module_utils.request.mvp_request import JobSpecError, check_request
 
 
 @pytest.fixture
@@ -542,7 +542,7 @@ def test_a_script_workload_is_not_tracked(catalog, spec_defaults):
 
 
 def test_the_builder_makes_the_head_checks_inputs(catalog, spec_defaults):
-    from ansible_collections.mvp.ray.plugins.module_utils.mvp_copies import COPIES
+    from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_copies import COPIES
 
     reward = "/private/user/code/rewards/gsm8k.py"
     key = catalog["grpo"]["reward_fn_key"]
@@ -553,7 +553,7 @@ def test_the_builder_makes_the_head_checks_inputs(catalog, spec_defaults):
                                                 "+trainer.rollout_data_dir": "/private/outputs/j/rollouts"}},
                          catalog, dict(spec_defaults, verl_checks={"enabled": True, "timeout": 77}))
     check = built["check"]
-    tools = COPIES["job_tools"]["files"] + COPIES["job_tools"]["module_utils"]
+    tools = COPIES["job_tools"]["files"] + tuple(p.rsplit("/", 1)[-1] for p in COPIES["job_tools"]["module_utils"])
     assert sorted(n for n in check["paths"] if n.startswith("job_tools/")) == sorted("job_tools/" + t for t in tools)
     assert check["paths"]["reward_fn_path"] == reward and check["paths"]["model"] == built["model_path"]
     assert all(check["paths"][k] == v for k, v in built["data_files"].items())
@@ -574,7 +574,7 @@ def test_the_builder_makes_the_head_checks_inputs(catalog, spec_defaults):
 
 
 def test_an_id_or_code_id_with_a_trailing_newline_is_refused(catalog, spec_defaults):
-    from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import is_submission_id
+    from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import is_submission_id
 
     assert is_submission_id("heldout-newline") and not is_submission_id("heldout-newline\n")
     for key, value in (("code_id", "verl-0.9.1\n"), ("submission_id", "heldout-newline\n")):

@@ -2,9 +2,9 @@
 
 Paths stay where they belong, loggers in any spelling, sizes, Hydra's own keys, dataset
 columns, verl's string forms of numbers. The head's side of them: the parquet schema
-(plugins/module_utils/test_mvp_submit_check.py), verl's own start-up checks
-(plugins/module_utils/test_mvp_verl_rules.py) and the Hydra check of the forms
-(plugins/module_utils/test_mvp_hydra.py).
+(plugins/module_utils/request/test_mvp_submit_check.py), verl's own start-up checks
+(plugins/module_utils/request/test_mvp_verl_rules.py) and the Hydra check of the forms
+(plugins/module_utils/request/test_mvp_hydra.py).
 """
 import os
 import shlex

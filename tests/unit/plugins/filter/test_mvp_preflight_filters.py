@@ -2,7 +2,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.mvp.ray.plugins.filter.mvp_preflight_filters import FilterModule, mvp_preflight_problems
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_preflight import EXPECT_KEYS
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_preflight import EXPECT_KEYS
 
 EXPECT = {key: "" for key in EXPECT_KEYS}
 EXPECT.update(shared_root="/private", require_nfs=False, expected_gpus=0, min_shm_size="1g", min_free_gb=1,

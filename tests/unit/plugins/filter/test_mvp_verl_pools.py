@@ -1,7 +1,7 @@
 """Issue 40: the resource pools verl's own code builds on the head, against the ALIVE workers (mvp_submit_problems).
 
 The pools (``verl_check.resource_pools``) come from the snapshot's ``PPOTrainer._init_resource_pool_mgr`` or
-the SFT trainer's ``RayResourcePool`` (plugins/module_utils/test_mvp_verl_rules.py builds them with verl when
+the SFT trainer's ``RayResourcePool`` (plugins/module_utils/request/test_mvp_verl_rules.py builds them with verl when
 MVP_TEST_VERL_PYTHON names a Python with torch); here the rule that compares them with the workers.
 """
 import json

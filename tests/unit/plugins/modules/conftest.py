@@ -3,7 +3,7 @@
 The job modules (ray_job, ray_job_info, ray_job_record) talk to Ray's dashboard over
 HTTP (module_utils mvp_ray_rest). The fixture ``fake_ray`` answers those requests for one test, as
 Ray's routes do, from a cluster the test describes: its nodes, its jobs and how their status moves
-on, its pending placement groups. (tests/unit/plugins/module_utils/test_mvp_ray_rest.py runs the
+on, its pending placement groups. (tests/unit/plugins/module_utils/cluster/test_mvp_ray_rest.py runs the
 same fake behind a real HTTP server.)
 """
 import json

@@ -5,7 +5,7 @@ import stat
 
 from ray_auth_token_file import main
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_secret_file import TOKEN_MODE
+from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_secret_file import TOKEN_MODE
 
 
 def mode_of(path):

@@ -2,7 +2,7 @@
 import json
 import os
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_job import FILES
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import FILES
 from ray_job_runs import main
 
 

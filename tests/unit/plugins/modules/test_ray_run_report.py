@@ -10,7 +10,8 @@ matplotlib = pytest.importorskip("matplotlib")
 from matplotlib import image as mpimg  # noqa: E402
 from matplotlib import pyplot as plt  # noqa: E402
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_report import COLORS, build_report, check_metric_spec  # noqa: E402
+from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_report import (  # noqa: E402
+    COLORS, build_report, check_metric_spec)
 from ray_run_report import figure, main  # noqa: E402
 
 SPECS = [check_metric_spec({"key": "train/loss", "better": "lower"}, "m[0]"),

@@ -2,7 +2,7 @@
 plugin): the folders to create, files in the way, paths that escape."""
 import pytest
 
-from ansible_collections.mvp.ray.plugins.module_utils.mvp_shared_tree import plan
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_shared_tree import plan
 
 
 def test_shared_tree_plan_lists_missing_folders_and_refuses_escapes(tmp_path):

@@ -121,7 +121,7 @@ def test_start_false_waits_for_the_status_of_the_current_settings(clock, run_mod
 def test_start_false_writes_new_settings_and_reports_changed_only_then(clock, run_module, tmp_path):
     import json
 
-    from ansible_collections.mvp.ray.plugins.module_utils.mvp_ray_start import settings_text
+    from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_ray_start import settings_text
     from ray_worker import main
 
     settings_path = tmp_path / "mvp_node.json"

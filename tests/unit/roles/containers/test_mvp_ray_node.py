@@ -13,7 +13,9 @@ import time
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "plugins", "module_utils"))
+# The module_utils the entrypoint imports by their bare names (mvp_copies.COPIES["node_entrypoint"]).
+for package in ("cluster", "storage"):
+    sys.path.insert(0, os.path.join(ROOT, "plugins", "module_utils", package))
 
 # Stand-in for `ray`: `start` records its arguments and environment and, unless FAIL is set, starts a
 # background program named $WATCH (as the raylet would be) and returns 0; `stop` kills that program.

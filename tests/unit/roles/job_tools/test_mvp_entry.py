@@ -1,6 +1,6 @@
 """The progress watchdog of mvp_entry.py (the job tools the job_tools role installs): step following,
 its limits, and a real hang. The bound it applies is mvp_verdict.hang_bound's
-(plugins/module_utils/test_mvp_verdict.py).
+(plugins/module_utils/lifecycle/test_mvp_verdict.py).
 
 The last test runs mvp_entry.py for real on this machine with a stand-in trainer (a
 Python program writing verl's file logger lines, then stopping): the watchdog must stop
@@ -24,8 +24,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..",
 def install_tools(dest):
     """The job tools folder as verl_snapshot installs it: job_tools/ plus the verdict rules."""
     dest.mkdir()
-    for src in ("roles/job_tools/files/mvp_entry.py", "plugins/module_utils/mvp_verdict.py",
-                "plugins/module_utils/mvp_job.py"):
+    for src in ("roles/job_tools/files/mvp_entry.py", "plugins/module_utils/lifecycle/mvp_verdict.py",
+                "plugins/module_utils/storage/mvp_job.py"):
         with open(os.path.join(ROOT, src)) as handle:
             (dest / os.path.basename(src)).write_text(handle.read())
     return str(dest)
