@@ -151,17 +151,10 @@ def heartbeat_since(path, since, content=None):
     return fresh and (not content or (beat.get("content") or {}).get("hash") == content.get("hash"))
 
 
-def log_tail(path, lines=8, limit=2000):
-    """The last ``lines`` lines of the log ``path`` (at most ``limit`` characters) as ``": ..."``, or '' (str)."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - 8 * limit))
-            text = handle.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-    tail = " | ".join(line for line in text.splitlines()[-lines:] if line.strip())
-    return (": " + tail[-limit:]) if tail else ""
+def tail_text(log):
+    """``": <the log's last 8 lines>"`` for a failure message, or '' (str)."""
+    tail = log_tail(log, lines=8, limit=2000)
+    return (": " + tail) if tail else ""
 
 
 def systemctl(*args):
@@ -288,7 +281,7 @@ def main():
         if time.time() > deadline:
             module.fail_json(msg="the job controller did not answer (no heartbeat in %s from the content it was "
                              "started with within %d s); its log: %s%s" % (
-                                 heartbeat, params["timeout"], result["log"], log_tail(log)), changed=True, **result)
+                                 heartbeat, params["timeout"], result["log"], tail_text(log)), changed=True, **result)
         time.sleep(0.5)
     result.setdefault("reason", "started")
     module.exit_json(changed=True, pid=running_pid(where["pid"]), **result)

@@ -188,3 +188,16 @@ def _reap():
             raise
         if pid == 0:
             return
+
+
+def log_tail(path, lines=5, limit=1500):
+    """The last ``lines`` non-empty lines of the text file ``path`` joined by " | ", at most ``limit`` characters of
+    them (str; '' when the file cannot be read or is empty). Reads at most ``8 * limit`` bytes from its end."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 8 * limit))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return " | ".join(line for line in text.splitlines()[-lines:] if line.strip())[-limit:]

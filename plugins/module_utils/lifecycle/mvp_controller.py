@@ -1165,7 +1165,7 @@ def keeper(directory, say, stop, interval=2.0, clock=time.time, sleep=time.sleep
                 config = read_json(settings)
                 log = os.path.join(os.path.dirname(settings), "controller.log")
                 why = "the job controller ended %.0f s after its start, %d time(s) in a row; its log (%s) ends: %s" % (
-                    lived, failures, log, _tail(log))
+                    lived, failures, log, mvp_service.log_tail(log) or "-")
                 next_start = now + backoff_s(failures, interval)
                 say("%s; next start in %.0f s" % (why, next_start - now))
                 if config.get("shared_dir"):
@@ -1176,18 +1176,6 @@ def keeper(directory, say, stop, interval=2.0, clock=time.time, sleep=time.sleep
                         say("cannot write the keeper's note into the heartbeat: %s" % exc)
         sleep(interval)
     return 0
-
-
-def _tail(path, lines=5, limit=1500):
-    """The last ``lines`` lines of the text file ``path`` joined by " | " (at most ``limit`` characters), or '-'."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - 8 * limit))
-            text = handle.read().decode("utf-8", "replace")
-    except OSError:
-        return "-"
-    return " | ".join(l for l in text.splitlines()[-lines:] if l.strip())[-limit:] or "-"
 
 
 def main(argv=None):
