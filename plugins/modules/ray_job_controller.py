@@ -116,7 +116,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_files import differs, write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import is_submission_id
 from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_service import (
-    paths, read_spec, running_pid, start, stop)
+    log_tail, paths, read_spec, running_pid, start, stop)
+from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_run_state import heartbeat_file
 
 MODULE = "ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_controller"
 SERVICE = "controller"
@@ -220,7 +221,7 @@ def main():
     config_file = os.path.join(state_dir, "settings.json")
     config_text = json.dumps(config, indent=2, sort_keys=True) + "\n"
     spec = service_spec(params, config_file, log)
-    heartbeat = os.path.join(config["shared_dir"], "controller", "heartbeat.json")
+    heartbeat = heartbeat_file(config["shared_dir"])
     result["heartbeat"] = heartbeat
     changed_config = differs(config_file, config_text)
     if init == "systemd":
