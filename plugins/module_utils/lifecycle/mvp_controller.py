@@ -374,9 +374,8 @@ class Controller(object):
                 raise HeadLost("the Docker engine did not answer about %s: %s" % (head["container"], exc))
             if container.status != "running":
                 raise HeadLost("the head's container %s is %s" % (head["container"], container.status))
-            networks = container.attrs.get("NetworkSettings", {}).get("Networks", {})
-            ip = (networks.get(head.get("network")) or {}).get("IPAddress") or next(
-                (n.get("IPAddress") for n in networks.values() if n.get("IPAddress")), "")
+            ips = _network_ips(container)
+            ip = ips.get(head.get("network")) or next((ip for ip in ips.values() if ip), "")
             if not ip:
                 raise HeadLost("the head's container %s has no address" % head["container"])
             return "http://%s:%d" % (ip, int(self.config["dashboard_port"]))
@@ -493,8 +492,7 @@ class Controller(object):
                     down[name] = "%s (exit code %s, finished at %s)" % (
                         container.status, state.get("ExitCode"), state.get("FinishedAt") or "?")
                     continue
-                networks = container.attrs.get("NetworkSettings", {}).get("Networks", {})
-                up_ips.update(n.get("IPAddress") for n in networks.values() if n.get("IPAddress"))
+                up_ips.update(ip for ip in _network_ips(container).values() if ip)
         except docker.errors.DockerException as exc:
             self.say("the Docker engine did not answer about the workers' containers (%s): Ray's health checks "
                      "decide" % exc)
@@ -512,6 +510,9 @@ class Controller(object):
         container's state as evidence) is written before Ray's stop, so its verdict says why
         (``mvp_verdict``) and the restart decision continues it like any lost node.
         """
+        down, up_ips = self.worker_containers()  # the cheap look first: nothing more while every container runs
+        if not down:
+            return
         current = {}
         for run in runs:
             state = run_state(self.config, run)
@@ -522,13 +523,7 @@ class Controller(object):
                 current[sid] = table[sid]
         if not current:
             return
-        down, up_ips = self.worker_containers()
-        if not down:
-            return
-        resource = self.config["worker_resource"]
-        lost = {n["node_id"]: n for n in list_nodes(state_api, address)
-                if n.get("state") == "ALIVE" and not n.get("is_head_node")
-                and (n.get("resources_total") or {}).get(resource) and n.get("node_ip") not in up_ips}
+        lost = self.without_container(self.alive_workers(list_nodes(state_api, address)), up_ips)
         if not lost:
             return  # Ray knows already: it ends the attempts itself
         groups, stopped = list_placement_groups(state_api, address), False
@@ -595,10 +590,15 @@ class Controller(object):
             self.say("could not start the head's container %s again (%s): the heal playbook will" % (name, exc))
             return False
         self.say("started the head's container %s again" % name)
-        deadline = self.clock() + WORKER_START_S
+        return self.whole_by(self.clock() + WORKER_START_S,
+                             "healed: the head's container started again answers and every worker is ALIVE")
+
+    def whole_by(self, deadline, healed):
+        """Look every second until ``deadline`` (seconds since the epoch) whether every worker is ALIVE
+        (:meth:`workers_alive`); True, saying ``healed``, once they are, else False."""
         while self.clock() < deadline:
             if self.workers_alive() >= int(self.config["expect_workers"]):
-                self.say("healed: the head's container started again answers and every worker is ALIVE")
+                self.say(healed)
                 return True
             self.sleep(1.0)
         return False
@@ -938,13 +938,9 @@ class Controller(object):
         down, _up = self.worker_containers()
         if down:
             self.start_workers(down)
-        if self.clock() - self.workers_started_at < WORKER_START_S:
-            deadline = self.workers_started_at + WORKER_START_S
-            while self.clock() < deadline:
-                if self.workers_alive() >= int(self.config["expect_workers"]):
-                    self.say("healed: the worker container(s) started again joined the cluster")
-                    return True
-                self.sleep(1.0)
+        if self.whole_by(self.workers_started_at + WORKER_START_S,
+                         "healed: the worker container(s) started again joined the cluster"):
+            return True
         within, delay = float(self.config["heal_timeout_s"]), float(self.config["heal_delay_s"])
         self.say("healing the cluster for %s: %s" % (attempt, self.config["playbooks"]["heal"]))
         self.heartbeat(self.runs, "healing the cluster (at most %d s) for %s" % (within, attempt))
@@ -969,14 +965,23 @@ class Controller(object):
             nodes = list_nodes(state_api, address)
         except (HeadLost, RayUnreachable, RayHttpError):
             return 0
-        resource = self.config["worker_resource"]
-        down, up_ips = self.worker_containers()
-        workers = [n for n in nodes if n.get("state") == "ALIVE" and (n.get("resources_total") or {}).get(resource)]
-        if up_ips is not None and any(n.get("node_ip") not in up_ips for n in workers):
+        workers = self.alive_workers(nodes)
+        _down, up_ips = self.worker_containers()
+        if up_ips is not None and self.without_container(workers, up_ips):
             # A node Ray still lists ALIVE whose container is not running: a new attempt's placement group could be
             # put there. The cluster is whole once Ray knows it dead (its health checks, or a new raylet there).
             return 0
         return len(workers)
+
+    def alive_workers(self, nodes):
+        """The nodes Ray lists ALIVE that offer the worker resource (list of node dicts)."""
+        resource = self.config["worker_resource"]
+        return [n for n in nodes if n.get("state") == "ALIVE" and (n.get("resources_total") or {}).get(resource)]
+
+    @staticmethod
+    def without_container(workers, up_ips):
+        """Of ``workers``, those no running worker container has the address of (dict node id -> node dict)."""
+        return {n["node_id"]: n for n in workers if n.get("node_ip") not in up_ips}
 
     def head_lost(self, runs, why):
         """The head does not answer: heal the cluster (the runs' attempts are judged once it answers again)."""
@@ -1020,6 +1025,12 @@ class Controller(object):
             write_text_atomic(path, json.dumps(beat, sort_keys=True) + "\n")
         except OSError as exc:
             self.say("cannot write the heartbeat %s: %s" % (path, exc))
+
+
+def _network_ips(container):
+    """A Docker SDK container's address on each of its networks (dict network name -> str, '' once it stopped)."""
+    networks = container.attrs.get("NetworkSettings", {}).get("Networks", {}) or {}
+    return {name: (net or {}).get("IPAddress") or "" for name, net in networks.items()}
 
 
 def _write_json(path, value):

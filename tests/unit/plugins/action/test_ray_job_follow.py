@@ -53,23 +53,31 @@ def job_dir(tmp_path, losses, planned, max_restarts):
     return str(tmp_path)
 
 
-def run_play(tmp_path, address, interval):
-    """Follow job-1 to its end in a play on localhost; return (stdout, the registered result)."""
+def play_on_localhost(tmp_path, tasks):
+    """Run ``tasks`` in a play on localhost (a local connection, this Python) with ansible-playbook, the checkout's
+    collection on the path, in ``tmp_path``; returns the CompletedProcess."""
     inventory = {"all": {"hosts": {"localhost": {"ansible_connection": "local",
                                                  "ansible_python_interpreter": sys.executable}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{"name": "Test", "hosts": "localhost", "gather_facts": False,
+                                                        "tasks": tasks}]))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
+    done = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")],
+                          capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
+    return done
+
+
+def run_play(tmp_path, address, interval):
+    """Follow job-1 to its end in a play on localhost; return (stdout, the registered result)."""
     out = tmp_path / "result.json"
-    play = [{"name": "Test | Follow", "hosts": "localhost", "gather_facts": False, "tasks": [
+    tasks = [
         {"name": "Test | Follow the job", "mvp.ray.ray_job_follow": {
             "submission_id": "job-1", "address": address, "wait": "terminal", "poll_interval": 0.05,
             "progress_interval": interval, "progress_workloads": {"sft": {"metrics": [{"key": "train/loss"}]}}},
          "register": "followed"},
         {"name": "Test | Save it", "ansible.builtin.copy": {"content": "{{ followed | to_json }}", "dest": str(out),
-                                                             "mode": "0644"}}]}]
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
-    done = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")],
-                          capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
+                                                             "mode": "0644"}}]
+    done = play_on_localhost(tmp_path, tasks)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return done.stdout, json.loads(out.read_text())
 
@@ -122,9 +130,6 @@ def test_a_run_s_end_is_read_under_its_name_then_under_the_one_older_versions_wr
         for name, value in files.items():
             (jobs / run / "logs" / name).write_text(json.dumps(value))
         fake.add_job(run, "SUCCEEDED")
-    inventory = {"all": {"hosts": {"localhost": {"ansible_connection": "local",
-                                                 "ansible_python_interpreter": sys.executable}}}}
-    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     tasks = []
     for run in ends:
         tasks += [{"name": "Test | Follow " + run, "register": "followed", "mvp.ray.ray_job_follow": {
@@ -133,11 +138,7 @@ def test_a_run_s_end_is_read_under_its_name_then_under_the_one_older_versions_wr
                   {"name": "Test | Save " + run, "ansible.builtin.copy": {
                       "content": "{{ followed.run_end | to_json }}", "dest": str(tmp_path / (run + ".json")),
                       "mode": "0644"}}]
-    (tmp_path / "play.yml").write_text(yaml.safe_dump([{"name": "Test", "hosts": "localhost", "gather_facts": False,
-                                                        "tasks": tasks}]))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
-    done = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")],
-                          capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
+    done = play_on_localhost(tmp_path, tasks)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert json.loads((tmp_path / "old-1.json").read_text()) == ends["old-1"]["supervisor.json"]
     assert json.loads((tmp_path / "both-1.json").read_text()) == ends["both-1"]["run_end.json"]
@@ -168,20 +169,13 @@ def test_a_run_is_followed_into_the_attempt_the_job_controller_started(tmp_path,
         (jobs / run / "logs" / "run_end.json").write_text(json.dumps(end))
     judge = threading.Thread(target=controller, daemon=True)
     judge.start()
-    inventory = {"all": {"hosts": {"localhost": {"ansible_connection": "local",
-                                                 "ansible_python_interpreter": sys.executable}}}}
-    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     out = tmp_path / "result.json"
     tasks = [{"name": "Test | Follow the run", "register": "followed", "mvp.ray.ray_job_follow": {
                   "submission_id": run, "address": address, "wait": "terminal", "poll_interval": 0.05,
                   "progress_interval": 1, "run": True, "jobs_dir": str(jobs), "run_timeout": 30}},
              {"name": "Test | Save it", "ansible.builtin.copy": {"content": "{{ followed | to_json }}", "dest": str(out),
                                                                  "mode": "0644"}}]
-    (tmp_path / "play.yml").write_text(yaml.safe_dump([{"name": "Test", "hosts": "localhost", "gather_facts": False,
-                                                        "tasks": tasks}]))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
-    done = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")],
-                          capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
+    done = play_on_localhost(tmp_path, tasks)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     result = json.loads(out.read_text())
     assert (result["submission_id"], result["run_end"], result["status"]) == (nxt, end, status)
