@@ -18,7 +18,7 @@ baseline run's metrics), never from the code under test:
 Cases: "killed driver worker, corrupt newest" (CI; continued from an epoch's last step), "every epoch" and
 "after each epoch" (a checkpoint at each epoch's end, continued from one: verl#7401), "grpo epoch boundary" and
 "ppo epoch boundary" (verl's V1 trainer continued from an epoch's last step), "killed other worker", "controller
-killed" (CI; its keeper starts it again and it continues the run exactly once), "killed head" (CI; nobody
+killed" (`make resume`; its keeper starts it again and it continues the run exactly once), "killed head" (CI; nobody
 acting, the job controller heals it), "site.yml restarts a run" (refused, then mvp_running_jobs=restart),
 "restarts exhausted", "frozen grpo rank" (the watchdog's hang restarts too), "two grpo at once" (jobs
 sharing a cluster).
