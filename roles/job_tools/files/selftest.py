@@ -24,7 +24,14 @@ Checks, each printed as ``SELFTEST <name> OK|FAIL <detail>``:
                     MVP_SELFTEST_INTERCONNECT_WARN_FRACTION (0.7) x the baseline (a
                     warning, not a failure). Fewer than 2 workers, or a worker without
                     torch: ``SELFTEST interconnect SKIP <why>``, not a failure;
-then, when MVP_SELFTEST_HOLD_SECONDS is set in the job's env_vars, stays alive
+With MVP_SELFTEST_PHASES set (a JSON object), none of those checks runs: the job plays a training run
+whose phases the caller sets, for the tests of the GPU-hour ledger - ``startup_s`` (sleep before the first
+step), ``steps``, ``step_s`` (each step), ``save_freq`` and ``save_s`` (after every save_freq-th step's
+metrics line, a checkpoint ``checkpoints/global_step_N/`` taking save_s, then verl's tracker file, the order
+of verl's SFT trainer), ``fail_after`` (exit 1 right after that step's line and save, if any). Each step
+appends verl's file-logger line ``{"step": N, "data": {"train/loss": ...}}`` to ``logs/metrics.jsonl``;
+what happened, with wall-clock times, goes to ``logs/phases.json`` (the tests' ground truth).
+Otherwise, when MVP_SELFTEST_HOLD_SECONDS is set in the job's env_vars, stays alive
 that long (to test concurrent jobs and stop.yml), writes
 ``<job-dir>/checkpoints/selftest_result.json`` and exits 1 when any check
 failed (0 otherwise).
@@ -311,6 +318,59 @@ class Interconnect(object):
         return self.finish("OK", detail, comparison["warnings"], result=result, comparison=comparison)
 
 
+def play_phases(job_dir, phases, clock=time.time, sleep=time.sleep):
+    """Play a training run of the given phases (see the module's docstring) in ``job_dir``; return the exit code.
+
+    :param job_dir: str, the job directory (``logs/`` and ``checkpoints/`` are written under it).
+    :param phases: dict, startup_s, steps, step_s, save_freq, save_s (seconds, numbers >= 0), fail_after (a step
+        or None).
+    :returns: 0 after the last step, 1 after ``fail_after``.
+    :raises ValueError: a phase that is not a number >= 0 (named).
+    """
+    def number(key, default):
+        value = phases.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ValueError("MVP_SELFTEST_PHASES %s: %r is not a number >= 0" % (key, value))
+        return value
+
+    startup, steps, step_s = number("startup_s", 0), int(number("steps", 1)), number("step_s", 1)
+    save_freq, save_s, fail_after = int(number("save_freq", 0)), number("save_s", 0), phases.get("fail_after")
+    logs, ckpts = os.path.join(job_dir, "logs"), os.path.join(job_dir, "checkpoints")
+    os.makedirs(logs, exist_ok=True)
+    record = {"asked": phases, "started_at": clock(), "steps": [], "saves": []}
+
+    def keep():
+        write_json(os.path.join(logs, "phases.json"), record)
+
+    sleep(startup)
+    for step in range(1, steps + 1):
+        began = clock()
+        sleep(step_s)
+        with open(os.path.join(logs, "metrics.jsonl"), "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"step": step, "data": {"train/loss": 1.0 / step}}) + "\n")
+        record["steps"].append({"step": step, "start": began, "end": clock()})
+        if save_freq and step % save_freq == 0:
+            began = clock()
+            folder = os.path.join(ckpts, "global_step_%d" % step)
+            os.makedirs(folder, exist_ok=True)
+            sleep(save_s)
+            with open(os.path.join(folder, "model_world_size_1_rank_0.pt"), "w", encoding="utf-8") as handle:
+                handle.write("synthetic\n")
+            with open(os.path.join(ckpts, "latest_checkpointed_iteration.txt"), "w", encoding="utf-8") as handle:
+                handle.write(str(step))
+            record["saves"].append({"step": step, "start": began, "end": clock()})
+        keep()
+        if fail_after is not None and step == fail_after:
+            record["failed_at"] = clock()
+            keep()
+            print("SELFTEST phases: failing after step %d as asked" % step, flush=True)
+            return 1
+    record["ended_at"] = clock()
+    keep()
+    print("SELFTEST phases: %d steps played" % steps, flush=True)
+    return 0
+
+
 def main():
     """Run the checks and write the result file; return the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -320,6 +380,8 @@ def main():
     parser.add_argument("--worker-resource", default="worker_node")
     parser.add_argument("--data", action="append", default=[], help="key=path of a parquet")
     args = parser.parse_args()
+    if os.environ.get("MVP_SELFTEST_PHASES"):
+        return play_phases(args.job_dir, json.loads(os.environ["MVP_SELFTEST_PHASES"]))
 
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
