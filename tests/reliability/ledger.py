@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Ledger suite (issue 63): where a run's GPU-seconds went, checked against runs whose phases are known.
+
+Cases:
+
+* "synthetic phases": a job that plays a training run of set phases (the selftest with ``MVP_SELFTEST_PHASES``:
+  start-up, step time, a checkpoint every N steps taking S seconds, a failure after step M), nobody waiting
+  (``wait=false``, ``max_restarts`` 0). Once the job controller ended the run, its ``logs/ledger.json`` must put every
+  second the attempt held in the bucket the job made happen, each within 1 s of the job's own record
+  (``logs/phases.json``, wall-clock times taken by the job) and Ray's start and end times (``logs/status.json``):
+  start-up = first step's start - Ray's start; productive = the steps up to the newest checkpoint; checkpoint = the
+  saves; lost = the steps after the newest checkpoint of a run that did not end trained; failure gap = the failure
+  to Ray's end. The buckets close (sum = held) within 1%.
+
+``check_closes`` and ``wait_for_ledger`` are used by the resume and queue suites too (a real SFT run that lost a worker,
+a preempted run and its preemptor).
+
+Usage: python tests/reliability/ledger.py --inventory inventories/local --host-shared /srv/mvp/private [--only CASE ...]
+"""
+import json
+import os
+import sys
+import time
+
+from faults import CaseFailed, Cluster, run_cases, suite_parser
+from verdicts import read_json
+
+BUCKETS = ("startup", "productive", "checkpoint", "validation", "recomputed", "lost", "failure_gap", "hang",
+           "preemption", "shutdown", "unaccounted")
+# The job controller writes the ended run's ledger within 60 s of its end (issue 63).
+LEDGER_AFTER_END_S = 60
+# Phases of the synthetic run (seconds): two checkpoints (4, 8), the failure after step 9.
+PHASES = {"startup_s": 4, "steps": 12, "step_s": 1.5, "save_freq": 4, "save_s": 3, "fail_after": 9}
+TOLERANCE_S = 1.0
+RUN_TIMEOUT = 300
+
+
+def stamp(kind):
+    """A fresh submission id for a case."""
+    return "ledger-%s-%s-%04x" % (kind, time.strftime("%H%M%S", time.gmtime()), os.getpid() & 0xFFFF)
+
+
+def wait_for_ledger(case, run_dir, timeout=RUN_TIMEOUT):
+    """The run's ended ledger (dict), once its ``logs/run_end.json`` exists and the ledger says ``ended``; the ledger
+    must come within LEDGER_AFTER_END_S of the run's end. Raises CaseFailed otherwise."""
+    end_path, ledger_path = (os.path.join(run_dir, "logs", name) for name in ("run_end.json", "ledger.json"))
+    deadline = time.time() + timeout
+    while not os.path.exists(end_path):
+        if time.time() > deadline:
+            raise CaseFailed("no logs/run_end.json in %s within %d s" % (run_dir, timeout))
+        time.sleep(1)
+    ended = os.stat(end_path).st_mtime
+    while True:
+        ledger = read_json(ledger_path) or {}
+        if ledger.get("state") == "ended":
+            written = os.stat(ledger_path).st_mtime
+            case.check(written - ended <= LEDGER_AFTER_END_S, "%s written %.0f s after the run's end (at most %d)"
+                       % (ledger_path, written - ended, LEDGER_AFTER_END_S))
+            return ledger
+        if time.time() > ended + LEDGER_AFTER_END_S + 5:
+            raise CaseFailed("no ended ledger in %s within %d s of the run's end (has: %s)" % (
+                run_dir, LEDGER_AFTER_END_S, ledger.get("state")))
+        time.sleep(1)
+
+
+def check_closes(case, ledger, what):
+    """The buckets of the run and of each attempt add up to their GPU-seconds held, within 1%."""
+    for part, name in [(ledger, what)] + [(a, a.get("submission_id")) for a in ledger.get("attempts") or []]:
+        held, buckets = float(part.get("gpu_seconds_held") or 0), part.get("buckets") or {}
+        case.check(sorted(buckets) == sorted(BUCKETS), "%s: buckets %s, expected %s" % (name, sorted(buckets),
+                                                                                          sorted(BUCKETS)))
+        total = sum(float(v) for v in buckets.values())
+        case.check(abs(total - held) <= 0.01 * max(held, 1e-9), "%s: buckets add up to %.1f GPU-s, held %.1f"
+                   % (name, total, held))
+        unaccounted = float(buckets.get("unaccounted") or 0)
+        case.check(abs(unaccounted) <= 0.01 * max(held, 1e-9), "%s: unaccounted %.1f GPU-s of %.1f held"
+                   % (name, unaccounted, held))
+
+
+def case_synthetic(case):
+    """A played run of known phases (see the module's docstring)."""
+    from verdicts import Job  # pylint: disable=import-outside-toplevel
+    job = Job(case, stamp("syn"))
+    run = case.play("submit.yml", ["-e", "workload=selftest", "-e", "wait=false", "-e", "submission_id=" + job.id,
+                                   "-e", json.dumps({"env_vars": {"MVP_SELFTEST_PHASES": json.dumps(PHASES)},
+                                                     "max_restarts": 0})],
+                    label="submit.yml selftest with phases")
+    if run.rc != 0:
+        raise CaseFailed("submit.yml rc=%s" % run.rc)
+    ledger = wait_for_ledger(case, job.dir)
+    played = read_json(os.path.join(job.dir, "logs", "phases.json")) or {}
+    status = read_json(os.path.join(job.dir, "logs", "status.json")) or {}
+    if not played.get("steps") or not status.get("start_time"):
+        raise CaseFailed("no phases.json steps or Ray start time in %s" % job.dir)
+    start, end = status["start_time"] / 1000.0, status["end_time"] / 1000.0
+    steps, saves = played["steps"], played["saves"]
+    kept = max(s["step"] for s in saves)  # the newest checkpoint's step
+    expected = {
+        "startup": steps[0]["start"] - start,
+        # a step's time runs from the previous step's end (or its own start for the first) to its end, saves excluded
+        "productive": sum(s["end"] - s["start"] for s in steps if s["step"] <= kept),
+        "checkpoint": sum(s["end"] - s["start"] for s in saves),
+        "lost": sum(s["end"] - s["start"] for s in steps if s["step"] > kept),
+        "failure_gap": end - played["failed_at"],
+    }
+    attempt = (ledger.get("attempts") or [{}])[0]
+    seconds = attempt.get("seconds") or {}
+    case.check(abs(float(attempt.get("seconds_held") or 0) - (end - start)) <= TOLERANCE_S,
+               "seconds held %s, Ray ran the job %.1f s" % (attempt.get("seconds_held"), end - start))
+    for bucket, value in sorted(expected.items()):
+        got = float(seconds.get(bucket, -1))
+        case.check(abs(got - value) <= TOLERANCE_S, "%s: %.2f s in the ledger, the job made %.2f s" % (bucket, got,
+                                                                                                       value))
+    case.note("buckets (s): " + ", ".join("%s %.1f (made %.1f)" % (b, float(seconds.get(b, 0)), v)
+                                          for b, v in sorted(expected.items())))
+    check_closes(case, ledger, job.id)
+    case.check(ledger.get("owner"), "the ledger names no owner")
+
+
+CASES = [
+    ("synthetic phases", "each bucket within 1 s of the phases the job played; the buckets close within 1%",
+     case_synthetic),
+]
+
+
+def main():
+    """Run the table and print it; return the exit code."""
+    args = suite_parser(__doc__, CASES).parse_args()
+    return run_cases(CASES, Cluster(args.inventory, args.host_shared), args.only, "ledger")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
