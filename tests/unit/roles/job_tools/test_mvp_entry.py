@@ -113,6 +113,11 @@ def test_a_trainer_that_stops_making_progress_is_stopped_with_stacks(tmp_path):
     assert verdict["cause"] == "hang" and verdict["verdict"] == "failed"
     assert verdict["steps"]["logged"] == 2 and verdict["steps"]["planned"] == 10
     assert "MVP_WATCHDOG_HANG=" in proc.stdout and "MVP_VERDICT=FAILED [hang]" in proc.stdout
+    # the stamps: the entrypoint's start, steps 1 and 2 in order, the trainer's exit after the hang was detected
+    stamped = [json.loads(line) for line in (job / "logs" / "steps.jsonl").read_text().splitlines()]
+    assert [s.get("event", s.get("step")) for s in stamped] == ["start", 1, 2, "trainer_exit"]
+    assert started <= stamped[0]["at"] <= stamped[1]["at"] <= stamped[2]["at"] <= record["detected_at"]
+    assert stamped[3]["at"] >= record["detected_at"] and stamped[3]["code"] != 0
 
 
 class _Clock(object):
