@@ -137,6 +137,13 @@ class LedgerCache(object):
         self.json = {}
         self.follow = {}
 
+    def forget(self, folders):
+        """Drop what is kept of the files under ``folders`` (iterable of job directories: an ended run's)."""
+        prefixes = tuple(os.path.join(folder, "") for folder in folders)
+        for table in (self.json, self.follow):
+            for path in [p for p in table if p.startswith(prefixes)]:
+                del table[path]
+
     def read_json(self, path):
         """The JSON object in ``path`` (dict; {} when missing, unreadable or not an object)."""
         sig = _stat(path)
