@@ -33,7 +33,8 @@ The rules (every figure is GPU-seconds = wall seconds x the attempt's ``gpus``):
   stamp; until Ray's ``end_time``, else the trainer's exit stamp, else ``continued.json``'s ``ended_at``; a
   running attempt until ``now``. An attempt with neither start held nothing.
 * **startup**: held start -> the first step's stamp, minus that first step's own duration (``timing_s/step`` of
-  that step when verl logged it, else the median of the attempt's plain step intervals: an estimate).
+  that step when verl logged it, else the median of the attempt's plain step intervals: an estimate); the checkpoint
+  load and verl's validation before training (its metrics line of step 0, which gets no step of its own) are in it.
 * **each step interval** (stamp k-1 -> stamp k; the first step's is its duration above): ``checkpoint`` is
   ``timing_s/save_checkpoint`` of step k when the run logs it (PPO/GRPO save inside the step, before its line);
   otherwise (SFT saves after step k-1's line) the interval's excess over the median plain interval when a
@@ -342,7 +343,8 @@ def attempt_ledger(view, now, fate, notes):
     until = now if view["running"] or ended is None else ended
     held = max(0.0, until - started)
     wall = _empty()
-    steps = [(n, min(max(at, started), until)) for n, at in stamps["steps"]]
+    # step 0 is verl's validation before training (val_before_train), not a step: it stays in the start-up
+    steps = [(n, min(max(at, started), until)) for n, at in stamps["steps"] if n > 0]
     end_kind = "productive" if view["running"] else _end_kind(view["watchdog"], view["stopped_by"], verdict)
     if not steps:
         wall["hang" if end_kind == "hang" else "preemption" if end_kind == "preemption" else "startup"] = held
@@ -484,8 +486,8 @@ def compute_ledger(jobs_dir, run, now, cache=None):
         link = state["restarts"].get(view["sid"])
         view["running"] = is_last and not ended and not link and not _num(view["status"].get("end_time"))
         view["ended_at"] = None if view["running"] else _ended_at(view)
-        if not view["running"] and view["ended_at"] is None and view["status"].get("start_time"):
-            view["ended_at"] = now
+        if not view["running"] and view["ended_at"] is None:
+            view["ended_at"] = now  # ended, but no file says when (no status.json end_time, no exit stamp)
             notes.add("%s: no end time in its files: held until now" % view["sid"])
         fate = {}
         if not is_last:

@@ -200,6 +200,19 @@ def test_a_hang_stopped_by_the_watchdog_loses_the_steps_without_a_checkpoint(tmp
     closes(ledger)
 
 
+def test_the_validation_before_training_is_start_up(tmp_path):
+    """verl's val_before_train logs val/* at step 0: that line is no step, its time stays in the start-up."""
+    jobs, V = str(tmp_path), 6.0
+    stamps = [(0, EPOCH + S - V)] + [(n, EPOCH + S + n * T) for n in range(1, 4)]
+    end = stamps[-1][1] + E
+    attempt(jobs, "run", EPOCH, stamps, end, "trained", metrics={0: {"val/score": 0.5}})
+    end_run(jobs, "run", True, ["run"], {"verdict": "trained"})
+    ledger = mvp_ledger.compute_ledger(jobs, "run", end)
+    same(ledger["buckets"], buckets(startup=S, productive=3 * T, shutdown=E))
+    assert ledger["attempts"][0]["steps"]["first"] == 1
+    closes(ledger)
+
+
 def test_an_attempt_that_never_reached_a_step_is_all_start_up(tmp_path):
     jobs, X = str(tmp_path), 42.0
     attempt(jobs, "run", EPOCH, [], EPOCH + X, "failed", "oom")
