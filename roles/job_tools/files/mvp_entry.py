@@ -562,8 +562,9 @@ def main():
         ray_view = RayView(os.environ.get("MVP_SUBMISSION_ID", ""), args.dashboard_port)
         progress = Progress(args.metrics, started) if args.metrics else None
         stop = threading.Event()
-        stamping = threading.Thread(target=stamp_loop, args=(stamper, stop), daemon=True)
-        stamping.start()
+        stamping = threading.Thread(target=stamp_loop, args=(stamper, stop), daemon=True) if args.metrics else None
+        if stamping:
+            stamping.start()
         watcher = None
         if progress and limits:
             emit("MVP_WATCHDOG=on first step %gs, then max(%gs, %g x median step)\n" % limits)
@@ -574,7 +575,8 @@ def main():
             emit(line)
         code = proc.wait()
         stop.set()
-        stamping.join(timeout=30)
+        if stamping:
+            stamping.join(timeout=30)
         stamper.event("trainer_exit", code=code)
         if watcher:
             watcher.join(timeout=600)
