@@ -6,6 +6,8 @@ Documented in plugins/modules/ray_job_request.py (Ansible reads an action plugin
 
 from __future__ import annotations
 
+import getpass
+
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import load_extra_vars
@@ -76,7 +78,10 @@ class ActionModule(ActionBase):
             sources["submission_id"] = "generated"
         if args.get("catalog") is not None:
             try:
-                request = check_request(request, args["catalog"], args.get("defaults") or {})
+                # the run's owner when the request names none: the user who runs the play (the Ansible controller's)
+                defaults = dict(args.get("defaults") or {})
+                defaults.setdefault("owner", getpass.getuser())
+                request = check_request(request, args["catalog"], defaults)
             except JobSpecError as exc:
                 raise AnsibleActionFail(str(exc))
         result.update(changed=False, request=request, given_id=str(given_id), sources=sources)

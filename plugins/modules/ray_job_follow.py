@@ -128,7 +128,9 @@ progress_lines:
   elements: str
   returned: with I(wait=terminal) and I(progress_interval) above 0
 run_end:
-  description: With I(run), the run's end as the job controller wrote it (C(state), C(trained), C(why), C(attempts), C(verdict)).
+  description: >-
+    With I(run), the run's end as the job controller wrote it (C(state), C(trained), C(why), C(attempts), C(verdict),
+    C(goodput): the GPU-hour ledger's summary line, e.g. C(goodput 86%: 41 min productive, 4 min start-up, ...)).
   type: dict
   returned: with I(run)
 status:

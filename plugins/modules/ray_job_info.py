@@ -192,8 +192,8 @@ progress:
   description:
     - The job's progress (module_utils mvp_progress.read_progress) - C(last_step), C(planned),
       C(metric), C(first) and C(last) ([step, value]), C(step_time_s), C(metrics_mtime),
-      C(resumed_step), C(restart_attempt), C(max_restarts), C(watchdog), C(read_at) (the head's
-      clock) - and C(line), the line the plays print. Null when the job has no job directory.
+      C(resumed_step), C(restart_attempt), C(max_restarts), C(watchdog), C(goodput) (the run's goodput so
+      far, from its C(logs/ledger.json)), C(read_at) (the head's clock) - and C(line), the line the plays print. Null when the job has no job directory.
   type: dict
   returned: with I(progress)
 """

@@ -176,6 +176,22 @@ request:
           false.
         type: bool
         returned: with I(catalog)
+      owner:
+        description: >-
+          Who the run is for: at most 64 letters, digits, '.', '_', '-' (the GPU-hour ledger adds runs up by
+          it). Default: the submitting user's name (the Ansible controller's user).
+        type: str
+        returned: with I(catalog)
+      team:
+        description: >-
+          A label: at most 64 letters, digits, '.', '_', '-' (the ledger's team). Default: none.
+        type: str
+        returned: with I(catalog)
+      project:
+        description: >-
+          A label: at most 64 letters, digits, '.', '_', '-' (the ledger's project). Default: none.
+        type: str
+        returned: with I(catalog)
 given_id:
   description: The submission id the user gave (empty when generated); a repeat group is named by it.
   type: str

@@ -22,6 +22,9 @@ killed and started again picks every unfinished run up where it was and starts n
   starting it, when Ray ended the attempt and when the decision was written);
 * ``logs/run_end.json`` (the run's first attempt): the run's end; a run with it is done (one with the name older
   versions gave it, ``logs/supervisor.json``, too: ``mvp_job.FORMER_FILES``);
+* ``logs/ledger.json`` (the run's first attempt): where the run's GPU-hours went (``mvp_ledger.compute_ledger``, from
+  the attempts' files only), written at each pass where the run's files changed (at least every
+  ``LEDGER_REFRESH_S``) and once more at its end; ``logs/run_end.json`` then carries its summary line (``goodput``);
 * ``logs/preempt.json``: this attempt is preempted for a job of a higher priority (by whom, since when, the
   checkpoint step it had, the grace deadline, its state); ``logs/preempting.json`` of that job: what it preempted.
 
@@ -73,6 +76,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_ray_rest impor
     JobsClient, RayHttpError, RayUnreachable, StateClient)
 from ansible_collections.mvp.ray.plugins.module_utils.request.mvp_request import AFTER_EACH_EPOCH
 from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_restart import decide
+from ansible_collections.mvp.ray.plugins.module_utils.tracking import mvp_ledger
 from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_runs import latest_checkpoint
 from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_verdict import stopped_while_pending
 
@@ -90,6 +94,10 @@ WORKER_START_S = 30
 
 HEAD_EXIT_S = 5
 """Seconds the heal looks whether a head that stopped answering has a container that exited (then it starts it again)."""
+
+LEDGER_REFRESH_S = 30
+"""Seconds after which a running run's ``logs/ledger.json`` is written again even when none of its files changed
+(its held time grows; a run whose files change is written at the next pass)."""
 
 URGENT_POLL_S = 0.5
 """Seconds between two passes while a preempted run's next checkpoint is awaited (it is stopped right after it)."""
@@ -355,6 +363,9 @@ class Controller(object):
         self.urgent = False
         self.workers_started_at = 0.0
         self.sleep = time.sleep
+        self.ledgers = mvp_ledger.LedgerCache()
+        self.ledger_written = {}
+        self.ledger_errors = {}
 
     # -- the head ------------------------------------------------------------------------------------------
 
@@ -408,6 +419,8 @@ class Controller(object):
         self.heartbeat(runs)
         if not runs:
             return runs
+        for run in runs:
+            self.keep_ledger(run)
         try:
             jobs_api, state_api, address = self.clients()
             table = {j.get("submission_id"): j for j in jobs_api.list_jobs() if j.get("submission_id")}
@@ -1001,11 +1014,45 @@ class Controller(object):
             self.head_lost_since = None
 
     def end(self, state, how, trained, why, verdict=None):
-        """Write the run's end into its first attempt's ``logs/run_end.json`` and stop following it."""
+        """Write the run's end into its first attempt's ``logs/run_end.json`` and stop following it; then its final
+        ``logs/ledger.json``, and the ledger's summary line into ``run_end.json`` (``goodput``)."""
         record = end_record(how, trained, why, state["attempts"], verdict, self.clock())
-        _write_json(attempt_file(self.config, state["run"], "run_end"), record)
+        path = attempt_file(self.config, state["run"], "run_end")
+        _write_json(path, record)
         self.known[state["run"]] = False
         self.say("run %s %s: %s" % (state["run"], how, why))
+        ledger = self.keep_ledger(state["run"], force=True)
+        if ledger:
+            record["goodput"] = mvp_ledger.summary_line(ledger)
+            _write_json(path, record)
+            self.say("run %s: %s" % (state["run"], record["goodput"]))
+        self.ledger_written.pop(state["run"], None)
+        self.ledger_errors.pop(state["run"], None)
+        self.ledgers.forget(os.path.join(jobs_dir(self.config), sid) for sid in state["attempts"])
+
+    def keep_ledger(self, run, force=False):
+        """Write ``logs/ledger.json`` of ``run`` when its files changed since the last write, or LEDGER_REFRESH_S
+        passed (``force``: always). Files only, no Ray call; a failure is one line of the log, never raised.
+
+        :returns: dict, the ledger written, or None (unchanged, or the computation failed).
+        """
+        try:
+            now = self.clock()
+            sig = mvp_ledger.run_signature(jobs_dir(self.config), run)
+            last = self.ledger_written.get(run)
+            if not force and last and last[0] == sig and now - last[1] < LEDGER_REFRESH_S:
+                return None
+            ledger = mvp_ledger.compute_ledger(jobs_dir(self.config), run, now, self.ledgers)
+            _write_json(attempt_file(self.config, run, "ledger"), ledger)
+            self.ledger_written[run] = (sig, now)
+            self.ledger_errors.pop(run, None)
+            return ledger
+        except Exception as exc:  # pylint: disable=broad-except
+            why = "%s: %s" % (type(exc).__name__, exc)
+            if self.ledger_errors.get(run) != why:  # one line per new failure, not one per pass
+                self.say("run %s: its ledger could not be written: %s" % (run, why))
+            self.ledger_errors[run] = why
+            return None
 
     def heartbeat(self, runs, activity="following"):
         """Write ``<shared>/controller/heartbeat.json``: this controller, its host, pid, the runs it follows.

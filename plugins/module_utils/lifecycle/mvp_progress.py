@@ -27,6 +27,7 @@ import os
 
 from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_files import read_json
 from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import FILES
+from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_ledger import goodput_so_far
 from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_runs import read_metrics
 from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_verdict import hang_bound, median, planned_steps
 
@@ -66,7 +67,8 @@ def read_progress(job_dir, metric="", planned=None):
         "step_time_s" (median of verl's timing_s/step, or None), "metrics_mtime" (float seconds
         since the epoch, or None), "resumed_step" (the checkpoint step the attempt continues from,
         0 for a fresh start), "restart_attempt" (int), "max_restarts" (int), "watchdog"
-        ({first_step_s, floor_s, factor} or None when off)}``.
+        ({first_step_s, floor_s, factor} or None when off), "goodput" (float or None: the run's goodput so far,
+        from ``logs/ledger.json`` of the run's first attempt, which the job controller keeps)}``.
     """
     spec = read_json(os.path.join(job_dir, FILES["job_spec"]))
     keys = [metric] if metric else list(FALLBACK_METRICS)
@@ -85,6 +87,8 @@ def read_progress(job_dir, metric="", planned=None):
     resumed = spec.get("resume_from") if isinstance(spec.get("resume_from"), dict) else {}
     times = [value for _step, value in series.get(STEP_TIME_KEY) or []]
     watchdog = spec.get("watchdog") if isinstance(spec.get("watchdog"), dict) else None
+    run = restart.get("run") or spec.get("submission_id") or os.path.basename(os.path.normpath(job_dir))
+    ledger = read_json(os.path.join(os.path.dirname(os.path.normpath(job_dir)), run, FILES["ledger"]))
     return {
         "submission_id": spec.get("submission_id") or os.path.basename(os.path.normpath(job_dir)),
         "job_dir": job_dir,
@@ -102,6 +106,7 @@ def read_progress(job_dir, metric="", planned=None):
         "preemptions": int(restart.get("preemptions") or 0),
         "max_restarts": int(spec.get("max_restarts") or restart.get("max_restarts") or 0),
         "watchdog": watchdog,
+        "goodput": ledger.get("goodput") if ledger.get("state") == "running" else None,
     }
 
 
@@ -165,7 +170,8 @@ def progress_line(progress, status="RUNNING", now=None, history=(), start_ms=Non
     :param now: float seconds since the epoch (how long ago the last step came); None leaves that out.
     :param history: see :func:`step_time`.
     :param start_ms: see :func:`step_time`.
-    :returns: str ``<id>: <status> step N/M | <metric> first -> last | s/step | ETA | restarts | watchdog``.
+    :returns: str ``<id>: <status> step N/M | <metric> first -> last | s/step | ETA | restarts | watchdog``, then
+        ``| goodput so far NN%`` when the run's ledger says it (``progress["goodput"]``).
     """
     last = progress.get("last_step") or 0
     planned = progress.get("planned")
@@ -184,6 +190,9 @@ def progress_line(progress, status="RUNNING", now=None, history=(), start_ms=Non
     parts.append("restarts %d of %d" % (progress.get("restart_attempt") or 0, progress.get("max_restarts") or 0)
                  + (", preempted %d time(s)" % progress["preemptions"] if progress.get("preemptions") else ""))
     parts.append(watchdog_text(progress, seconds, now))
+    goodput = goodput_so_far({"goodput": progress.get("goodput")})
+    if goodput:
+        parts.append(goodput)
     return " | ".join(parts)
 
 

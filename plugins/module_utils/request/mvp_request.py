@@ -16,6 +16,7 @@ All refusals raise ``JobSpecError`` (a ValueError) naming the field and the fix,
 from __future__ import annotations
 
 import collections
+import getpass
 import posixpath
 import re
 
@@ -729,6 +730,37 @@ def _rule_priority(value, _request, checking):
     return value
 
 
+# A who/what label of a run (owner, team, project): letters, digits, '.', '_', '-', at most 64 characters.
+LABEL_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}\Z")
+
+
+def _label(name, value):
+    """A run's label as given (None stays None), or refused naming the field."""
+    if value is not None and not LABEL_RE.fullmatch(value):
+        fail(name, "%r is not a label" % (value,), "use at most 64 letters, digits, '.', '_' or '-' (no spaces)")
+    return value
+
+
+def _rule_owner(value, _request, checking):
+    """The run's owner: as given, else the builder's default ``owner`` (the ``ray_job_request`` action fills it with
+    the Ansible controller's user, ``getpass.getuser()``), else this process's user."""
+    if value is not None:
+        return _label("owner", value)
+    owner = checking.defaults.get("owner") or getpass.getuser()
+    if not LABEL_RE.fullmatch(str(owner)):
+        fail("owner", "the submitting user's name %r is not a label" % (owner,),
+             "give owner: <name> (at most 64 letters, digits, '.', '_' or '-')")
+    return str(owner)
+
+
+def _rule_team(value, _request, _checking):
+    return _label("team", value)
+
+
+def _rule_project(value, _request, _checking):
+    return _label("project", value)
+
+
 def _rule_as_given(value, _request, _checking):
     """The rule of a key whose type is its whole rule (a boolean): the value given, else the table's default."""
     return value
@@ -782,6 +814,13 @@ REQUEST_TABLE = (
                _rule_as_given),
     RequestKey("accept_unsupported_release", "bool", False, "true: submit a snapshot whose verl release the "
                "nodes' platform layer does not declare", _rule_as_given),
+    RequestKey("owner", "str", Derived("the submitting user's name (the Ansible controller's user)"),
+               "who the run is for: at most 64 letters, digits, '.', '_', '-' (the GPU-hour ledger adds runs up by it)",
+               _rule_owner),
+    RequestKey("team", "str", None, "a label: at most 64 letters, digits, '.', '_', '-' (the ledger's team)",
+               _rule_team),
+    RequestKey("project", "str", None, "a label: at most 64 letters, digits, '.', '_', '-' (the ledger's project)",
+               _rule_project),
 )
 
 REQUEST_KEYS = frozenset(key.name for key in REQUEST_TABLE)

@@ -44,6 +44,7 @@ FILES = {
     "driver_log": "logs/driver.log",             # the trainer's stdout and stderr, MVP_* lines
     "metrics": "logs/metrics.jsonl",             # verl's file logger: {"step": N, "data": {...}} per line
     "hydra": "logs/hydra",                       # Hydra's output (.hydra/config.yaml, the trainer's log)
+    "steps": "logs/steps.jsonl",                 # when each step first appeared, and the entrypoint's start and trainer's exit
     "watchdog": "logs/watchdog.json",            # the progress watchdog's record of a hang
     "queue": "logs/queue.json",                  # the job's place in the cluster's queue (mvp_gate.py)
     "verdict": "logs/verdict.json",              # the entrypoint's verdict (mvp_verdict.classify)
@@ -56,6 +57,7 @@ FILES = {
     "restart": "logs/restart.json",              # this attempt failed and was continued as "next" (job controller)
     "continued": "logs/continued.json",          # the phases of that restart: decided, healed, next attempt started
     "run_end": "logs/run_end.json",              # how the run ended, as the job controller saw it (first attempt)
+    "ledger": "logs/ledger.json",                # where the run's GPU-hours went (first attempt; mvp_ledger, job controller)
     "stopped_by": "logs/stopped_by.json",        # a cluster play (down.yml) stopped the job: which, and when
     "interrupted_by": "logs/interrupted_by.json",  # a cluster play (site.yml) stopped it to change its nodes
     "preempt": "logs/preempt.json",              # the job controller preempts it for a higher job: by whom, when, state

@@ -65,31 +65,43 @@ def _read_json(path):
         return None
 
 
-def read_metrics(path, keys=None):
-    """Read verl's metrics file into one series per metric.
+def read_metrics(path, keys=None, prefixes=(), start=0):
+    """Read verl's metrics file into one series per metric, streaming it line by line.
 
     :param path: str, a ``metrics.jsonl`` file (missing: no metrics).
-    :param keys: iterable of metric names to keep, or None for every metric.
+    :param keys: iterable of metric names to keep, or None for every metric (unless ``prefixes`` is given).
+    :param prefixes: iterable of str: metrics whose name starts with one of them are kept too (``("val/",)``);
+        given alone (``keys`` None), only those are kept.
+    :param start: int, the byte offset to start reading at (``end`` of an earlier call: a follower reads only
+        what was added since).
     :returns: dict with ``series`` ({metric: [[step, value], ...]} sorted by step; a
         step logged twice keeps its last value; non-finite and non-numeric values are
-        dropped), ``last_step`` (int, highest step of any line, 0 without metrics) and
+        dropped), ``last_step`` (int, highest step of any line, 0 without metrics),
         ``bad_lines`` (int, lines that are not a ``{"step", "data"}`` object, e.g. the
-        half-written last line of a running job).
+        half-written last line of a running job) and ``end`` (int, the byte offset after the last complete line
+        read: a half-written last line is read again from there next time).
     """
     wanted = None if keys is None else set(keys)
+    prefixes = tuple(prefixes or ())
+    if wanted is None and prefixes:
+        wanted = set()
     values = {}
     last_step = 0
     bad = 0
+    end = start
     try:
-        handle = open(path, encoding="utf-8")
+        handle = open(path, "rb")
     except OSError:
-        return {"series": {}, "last_step": 0, "bad_lines": 0}
+        return {"series": {}, "last_step": 0, "bad_lines": 0, "end": start}
     with handle:
-        for line in handle:
-            if not line.strip():
+        handle.seek(start)
+        for raw in handle:
+            if raw.endswith(b"\n"):
+                end += len(raw)
+            if not raw.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = json.loads(raw.decode("utf-8", "replace"))
                 step = int(record["step"])
                 data = record["data"]
                 if not isinstance(data, dict):
@@ -99,13 +111,13 @@ def read_metrics(path, keys=None):
                 continue
             last_step = max(last_step, step)
             for key, value in data.items():
-                if wanted is not None and key not in wanted:
+                if wanted is not None and key not in wanted and not (prefixes and str(key).startswith(prefixes)):
                     continue
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                     continue
                 values.setdefault(key, {})[step] = float(value)
     series = {key: [[step, by_step[step]] for step in sorted(by_step)] for key, by_step in values.items()}
-    return {"series": series, "last_step": last_step, "bad_lines": bad}
+    return {"series": series, "last_step": last_step, "bad_lines": bad, "end": end}
 
 
 def world_size_of(folder):

@@ -22,7 +22,13 @@ Usage: python -u mvp_entry.py --log <job_dir>/logs/driver.log [--metrics FILE]
    config/job_spec.json, the driver output, the metrics, the watchdog record - and Ray's node and
    actor tables: trained N steps, or a named cause with its evidence) goes to ``logs/verdict.json``, and the tails of the job's worker error files on
    every node to ``logs/workers/<node ip>/`` when the trainer did not succeed.
-5. Exits with <program>'s exit code (124 after the watchdog stopped it); 2 when the precheck
+5. Step stamps (with ``--metrics``): verl's metrics lines carry no time, so a light stamper (its own thread,
+   looking at the metrics file's size every STAMP_POLL_S seconds and reading only the new bytes) appends
+   ``{"step": N, "at": <epoch s>}`` to ``logs/steps.jsonl`` when a step first appears; the same file gets
+   ``{"event": "start", "at": ...}`` when this program starts and ``{"event": "trainer_exit", "at": ...,
+   "code": N}`` when the trainer exits. The job controller's GPU-hour ledger (module_utils ``mvp_ledger``)
+   reads them.
+6. Exits with <program>'s exit code (124 after the watchdog stopped it); 2 when the precheck
    cannot find verl or the marker (the snapshot is not first on PYTHONPATH).
 
 The job directory is the parent of the --log file's folder. Everything after the trainer's
@@ -49,6 +55,8 @@ from mvp_job import FILES  # noqa: E402 - installed beside this file (plugins/mo
 HANG_EXIT = 124
 # Seconds between two looks at the metrics file.
 POLL_S = 2.0
+# Seconds between two looks at the metrics file's size by the step stamper (a stamp is at most this late).
+STAMP_POLL_S = 0.25
 # Seconds one stack dump (py-spy, the dashboard) may take.
 STACK_TIMEOUT_S = 30
 # Seconds to wait for Ray to declare a node dead when a failure names no cause yet.
@@ -147,6 +155,76 @@ class Progress(object):
         return {"hang": True, "waited_s": round(waited, 1), "bound_s": round(bound, 1), "bound_rule": how,
                 "last_step": self.steps[-1] if self.steps else None, "steps_seen": len(self.steps),
                 "summary": "no new training step for %.0f s %s (bound %.0f s = %s)" % (waited, after, bound, how)}
+
+
+class Stamper(object):
+    """Append a time stamp to ``logs/steps.jsonl`` for each step that first appears in verl's metrics file.
+
+    :param metrics: str, the metrics file (``$VERL_FILE_LOGGER_PATH``; it may not exist yet), or '' (no steps).
+    :param path: str, the stamps file (``mvp_job.FILES["steps"]``), appended to (one JSON object per line).
+    :param clock: callable() -> float seconds since the epoch (``time.time``).
+    Each :meth:`poll` costs one ``os.stat`` while the file does not grow; only bytes added since the last read are
+    read. A step number seen before (verl's SFT trainer logs ``val/loss`` on a line of its own at the same step)
+    gets no second stamp. Writing is best effort: an OSError is kept in ``self.error`` and never raised.
+    """
+
+    def __init__(self, metrics, path, clock=time.time):
+        self.metrics = metrics
+        self.path = path
+        self.clock = clock
+        self.offset = 0
+        self.partial = ""
+        self.seen = set()
+        self.error = None
+
+    def write(self, record):
+        """Append one record (dict) as a JSON line."""
+        try:
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record, sort_keys=True) + "\n")
+        except OSError as exc:
+            self.error = str(exc)
+
+    def event(self, name, **fields):
+        """Append ``{"event": name, "at": now, **fields}``."""
+        self.write(dict(fields, event=name, at=round(self.clock(), 3)))
+
+    def poll(self):
+        """Stamp the steps that appeared since the last call; returns them (list of int)."""
+        if not self.metrics:
+            return []
+        try:
+            size = os.stat(self.metrics).st_size
+        except OSError:
+            return []
+        if size < self.offset:  # the file was replaced: read it again from its start
+            self.offset, self.partial = 0, ""
+        if size == self.offset:
+            return []
+        try:
+            with open(self.metrics, "rb") as handle:
+                handle.seek(self.offset)
+                chunk = handle.read(size - self.offset)
+        except OSError:
+            return []
+        self.offset += len(chunk)
+        lines = (self.partial + chunk.decode("utf-8", "replace")).split("\n")
+        self.partial = lines.pop()
+        now = round(self.clock(), 3)
+        new = []
+        for step in mvp_verdict.read_metrics("\n".join(lines)):
+            if step not in self.seen:
+                self.seen.add(step)
+                new.append(step)
+                self.write({"step": step, "at": now})
+        return new
+
+
+def stamp_loop(stamper, stop):
+    """The stamper's thread: a look every STAMP_POLL_S seconds until ``stop`` is set, then a last one."""
+    while not stop.wait(STAMP_POLL_S):
+        stamper.poll()
+    stamper.poll()
 
 
 def descendants(root):
@@ -474,6 +552,8 @@ def main():
         except SystemExit as exc:
             emit("%s\n" % exc.code)
             return 2
+        stamper = Stamper(args.metrics, os.path.join(job_dir, FILES["steps"]))
+        stamper.event("start")
         for line in lines:
             emit(line + "\n")
         started = time.time()
@@ -482,6 +562,9 @@ def main():
         ray_view = RayView(os.environ.get("MVP_SUBMISSION_ID", ""), args.dashboard_port)
         progress = Progress(args.metrics, started) if args.metrics else None
         stop = threading.Event()
+        stamping = threading.Thread(target=stamp_loop, args=(stamper, stop), daemon=True) if args.metrics else None
+        if stamping:
+            stamping.start()
         watcher = None
         if progress and limits:
             emit("MVP_WATCHDOG=on first step %gs, then max(%gs, %g x median step)\n" % limits)
@@ -492,6 +575,9 @@ def main():
             emit(line)
         code = proc.wait()
         stop.set()
+        if stamping:
+            stamping.join(timeout=30)
+        stamper.event("trainer_exit", code=code)
         if watcher:
             watcher.join(timeout=600)
         if watcher and os.path.exists(os.path.join(job_dir, FILES["watchdog"])):

@@ -113,3 +113,73 @@ def test_a_trainer_that_stops_making_progress_is_stopped_with_stacks(tmp_path):
     assert verdict["cause"] == "hang" and verdict["verdict"] == "failed"
     assert verdict["steps"]["logged"] == 2 and verdict["steps"]["planned"] == 10
     assert "MVP_WATCHDOG_HANG=" in proc.stdout and "MVP_VERDICT=FAILED [hang]" in proc.stdout
+    # the stamps: the entrypoint's start, steps 1 and 2 in order, the trainer's exit after the hang was detected
+    stamped = [json.loads(line) for line in (job / "logs" / "steps.jsonl").read_text().splitlines()]
+    assert [s.get("event", s.get("step")) for s in stamped] == ["start", 1, 2, "trainer_exit"]
+    assert started <= stamped[0]["at"] <= stamped[1]["at"] <= stamped[2]["at"] <= record["detected_at"]
+    assert stamped[3]["at"] >= record["detected_at"] and stamped[3]["code"] != 0
+
+
+class _Clock(object):
+    """A clock the test sets (seconds since the epoch)."""
+
+    def __init__(self, now):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+def _stamps(path):
+    with open(path) as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def test_stamper_stamps_each_step_once_when_it_first_appears(tmp_path):
+    metrics, steps = tmp_path / "metrics.jsonl", tmp_path / "steps.jsonl"
+    clock = _Clock(100.0)
+    stamper = mvp_entry.Stamper(str(metrics), str(steps), clock)
+    stamper.event("start")
+    assert stamper.poll() == []  # no metrics file yet
+    metrics.write_text('{"step": 1, "data": {}}\n{"step": 2, "da')
+    clock.now = 103.5
+    assert stamper.poll() == [1]  # the half-written line waits for its end
+    with open(metrics, "a") as handle:  # the end of step 2's line, then SFT's validation line of step 2 again
+        handle.write('ta": {}}\n{"step": 2, "data": {"val/loss": 1.0}}\n{"step": 3, "data": {}}\n')
+    clock.now = 107.25
+    assert stamper.poll() == [2, 3]
+    clock.now = 110.0
+    assert stamper.poll() == []  # nothing new: one stat, no read
+    stamper.event("trainer_exit", code=1)
+    assert _stamps(steps) == [{"event": "start", "at": 100.0}, {"step": 1, "at": 103.5}, {"step": 2, "at": 107.25},
+                              {"step": 3, "at": 107.25}, {"event": "trainer_exit", "at": 110.0, "code": 1}]
+
+
+def test_stamper_reads_only_the_new_bytes(tmp_path, monkeypatch):
+    metrics, steps = tmp_path / "metrics.jsonl", tmp_path / "steps.jsonl"
+    first = '{"step": 1, "data": {"x": 1}}\n'
+    metrics.write_text(first)
+    stamper = mvp_entry.Stamper(str(metrics), str(steps), _Clock(1.0))
+    stamper.poll()
+    with open(metrics, "a") as handle:
+        handle.write('{"step": 2, "data": {}}\n')
+    assert stamper.offset == len(first)
+    assert stamper.poll() == [2]
+    assert stamper.offset == os.path.getsize(metrics)
+
+
+def test_stamper_thread_stamps_within_its_poll(tmp_path):
+    import threading
+    metrics, steps = tmp_path / "metrics.jsonl", tmp_path / "steps.jsonl"
+    stamper = mvp_entry.Stamper(str(metrics), str(steps))
+    stop = threading.Event()
+    thread = threading.Thread(target=mvp_entry.stamp_loop, args=(stamper, stop), daemon=True)
+    thread.start()
+    written = time.time()
+    metrics.write_text('{"step": 1, "data": {}}\n')
+    time.sleep(4 * mvp_entry.STAMP_POLL_S)
+    stop.set()
+    thread.join(timeout=5)
+    stamped = _stamps(steps)
+    assert [s["step"] for s in stamped] == [1]
+    assert written - 0.01 <= stamped[0]["at"] <= written + mvp_entry.STAMP_POLL_S + 0.5

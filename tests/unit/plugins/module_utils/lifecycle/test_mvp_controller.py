@@ -738,3 +738,66 @@ def test_the_controllers_defaults_are_its_settings_defaults():
         assert value == mvp_controller.DEFAULTS[key], (key, setting, value)
         if "default" in options.get(setting, {}):
             assert options[setting]["default"] == mvp_controller.DEFAULTS[key], (key, setting)
+
+
+def stamps(config, sid, rows):
+    path = mvp_run_state.attempt_file(mvp_controller.jobs_dir(config), sid, "steps")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def test_a_run_that_ends_gets_its_ledger_and_its_goodput_line_in_run_end(config, fake_ray):
+    from ansible_collections.mvp.ray.plugins.module_utils.tracking import mvp_ledger
+    first_attempt(config, fake_ray, "SUCCEEDED")
+    spec_path = mvp_controller.attempt_file(config, RUN, "job_spec")
+    write(spec_path, dict(read(spec_path), trainer_overrides={"trainer.nnodes": 2, "trainer.n_gpus_per_node": 1}))
+    start, startup, step, steps, shutdown = 1000.0, 20.0, 5.0, 4, 3.0
+    stamps(config, RUN, [{"step": n, "at": start + startup + n * step} for n in range(1, steps + 1)])
+    end = start + startup + steps * step + shutdown
+    verdict = {"verdict": "trained", "cause": None, "summary": "ok", "steps": {"last": steps},
+               "start_time": int(start * 1000), "end_time": int(end * 1000)}
+    ctl = controller(config, Playbooks(config, fake_ray, {RUN: verdict}))
+    ctl.tick()
+    ledger = read(mvp_controller.attempt_file(config, RUN, "ledger"))
+    assert ledger["state"] == "ended" and ledger["verdict"] == "trained"
+    assert ledger["gpu_seconds_held"] == pytest.approx((end - start) * 2)
+    # the first step's own duration is the median interval (step): start-up is what the test chose
+    assert ledger["buckets"]["startup"] == pytest.approx(startup * 2)
+    assert ledger["goodput"] == pytest.approx(steps * step / (end - start))
+    assert read(mvp_controller.attempt_file(config, RUN, "run_end"))["goodput"] == mvp_ledger.summary_line(ledger)
+
+
+def test_a_running_runs_ledger_is_written_when_its_files_change_and_a_failure_is_said_once(config, fake_ray,
+                                                                                           monkeypatch):
+    from ansible_collections.mvp.ray.plugins.module_utils.tracking import mvp_ledger
+    first_attempt(config, fake_ray, "RUNNING")
+    spec_path = mvp_controller.attempt_file(config, RUN, "job_spec")
+    write(spec_path, dict(read(spec_path), trainer_overrides={"trainer.nnodes": 1, "trainer.n_gpus_per_node": 2}))
+    write(mvp_controller.attempt_file(config, RUN, "queue"), {"gate_started_s": 990.0, "admitted_at_s": 1000.0})
+    stamps(config, RUN, [{"step": 1, "at": 1030.0}, {"step": 2, "at": 1040.0}])
+    now = [1041.0]
+    lines = []
+    ctl = mvp_controller.Controller(config, Playbooks(config, fake_ray, {}), say=lines.append, clock=lambda: now[0])
+    ctl.tick()
+    path = mvp_controller.attempt_file(config, RUN, "ledger")
+    first = read(path)
+    assert first["state"] == "running" and first["computed_at"] == 1041.0
+    assert first["gpu_seconds_held"] == pytest.approx((1041.0 - 1000.0) * 2)
+    now[0] = 1042.0
+    ctl.tick()
+    assert read(path) == first  # nothing changed: not computed again
+    now[0] = 1042.0 + mvp_controller.LEDGER_REFRESH_S
+    ctl.tick()
+    assert read(path)["computed_at"] == now[0]  # refreshed: its held time grew
+    stamps(config, RUN, [{"step": 3, "at": now[0]}])
+    now[0] += 1
+    ctl.tick()
+    assert read(path)["attempts"][0]["steps"]["last"] == 3
+    monkeypatch.setattr(mvp_ledger, "compute_ledger", lambda *a: 1 / 0)
+    stamps(config, RUN, [{"step": 4, "at": now[0]}])
+    for _ in range(3):
+        now[0] += 1
+        assert ctl.tick() == [RUN]  # the controller goes on
+        stamps(config, RUN, [{"step": 5 + _, "at": now[0]}])
+    assert len([line for line in lines if "ledger could not be written" in line]) == 1

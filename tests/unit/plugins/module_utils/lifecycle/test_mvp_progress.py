@@ -40,7 +40,8 @@ def test_reads_steps_metric_plan_restarts_and_watchdog(tmp_path):
     assert got == {"submission_id": "grpo-1-r1", "job_dir": job, "last_step": rows[-1][0],
                    "metric": "critic/score/mean", "first": [rows[0][0], scores[0]], "last": [rows[-1][0], scores[-1]],
                    "planned": 20, "step_time_s": (ordered[1] + ordered[2]) / 2, "metrics_mtime": 1000.0,
-                   "resumed_step": 4, "restart_attempt": 1, "preemptions": 0, "max_restarts": 3, "watchdog": WATCHDOG}
+                   "resumed_step": 4, "restart_attempt": 1, "preemptions": 0, "max_restarts": 3, "watchdog": WATCHDOG,
+                   "goodput": None}
 
 
 def test_a_job_that_logged_nothing_yet(tmp_path):
@@ -109,3 +110,19 @@ def test_the_watchdog_bound_follows_the_step_time():
                                           (3600 * 2 + 5 * 60, "2h05m"), (-3, "0s")])
 def test_durations(seconds, text):
     assert duration(seconds) == text
+
+
+def test_the_line_of_a_running_run_says_its_goodput_so_far_from_the_first_attempts_ledger(tmp_path):
+    spec = {"submission_id": "sft-1-r1", "restart": {"run": "sft-1", "attempt": 1}}
+    job = write_job(str(tmp_path / "sft-1-r1"), [(3, {"train/loss": 1.0})], spec=spec)
+    productive, held = 123.0, 200.0
+    ledger = os.path.join(str(tmp_path), "sft-1", "logs", "ledger.json")
+    os.makedirs(os.path.dirname(ledger))
+    with open(ledger, "w") as handle:
+        json.dump({"state": "running", "goodput": productive / held}, handle)
+    got = read_progress(job, planned=8)
+    assert got["goodput"] == productive / held
+    assert progress_line(got).endswith(" | goodput so far %.0f%%" % (100 * productive / held))
+    with open(ledger, "w") as handle:  # an ended run's ledger is not "so far"
+        json.dump({"state": "ended", "goodput": 0.5}, handle)
+    assert read_progress(job, planned=8)["goodput"] is None and "goodput" not in progress_line(read_progress(job))

@@ -158,3 +158,36 @@ def test_the_priority_classes_come_from_the_inventory_only(catalog, spec_default
     checked = check_request({"workload": "sft", "submission_id": "j", "priority": "urgent"}, catalog,
                             dict(spec_defaults, priority_classes={"normal": 0, "urgent": 7}))
     assert checked["priority"] == "urgent"
+
+
+def test_owner_defaults_to_the_submitting_user_and_labels_are_kept(catalog, spec_defaults):
+    import getpass
+    checked = check_request({"workload": "sft", "submission_id": "j"}, catalog, spec_defaults)
+    assert checked["owner"] == getpass.getuser() and checked["team"] is None and checked["project"] is None
+    given = dict(spec_defaults, owner="bob")  # the ray_job_request action's default: the Ansible controller's user
+    assert check_request({"workload": "sft", "submission_id": "j"}, catalog, given)["owner"] == "bob"
+    labelled = check_request({"workload": "sft", "submission_id": "j", "owner": "alice", "team": "nlp.core",
+                              "project": "math_v-2"}, catalog, given)
+    assert (labelled["owner"], labelled["team"], labelled["project"]) == ("alice", "nlp.core", "math_v-2")
+    # a restart's next attempt is checked again from the first attempt's request: the labels stay
+    assert check_request(labelled, catalog, dict(spec_defaults, owner="root")) == labelled
+
+
+@pytest.mark.parametrize("key", ["owner", "team", "project"])
+@pytest.mark.parametrize("bad", ["two words", "a/b", "x" * 65, "ümlaut"])
+def test_a_bad_label_is_refused_naming_its_field(key, bad, catalog, spec_defaults):
+    with pytest.raises(JobSpecError) as raised:
+        check_request({"workload": "sft", "submission_id": "j", key: bad}, catalog, spec_defaults)
+    assert str(raised.value).startswith("job spec field '%s': " % key) and "64 letters" in str(raised.value)
+    assert check_request({"workload": "sft", "submission_id": "j", key: "x" * 64}, catalog, spec_defaults)[key] == "x" * 64
+
+
+def test_the_labels_land_in_the_job_spec_and_in_a_restarts_next_request(catalog, spec_defaults):
+    from request_then_spec import mvp_job_spec
+    from ansible_collections.mvp.ray.plugins.module_utils.lifecycle import mvp_restart
+    spec = mvp_job_spec({"workload": "sft", "submission_id": "j", "owner": "alice", "team": "nlp",
+                         "max_restarts": 1}, catalog, spec_defaults)
+    assert (spec["owner"], spec["team"], spec["project"]) == ("alice", "nlp", None)
+    decision = mvp_restart.decide(spec, {"verdict": "failed", "cause": "node_lost", "steps": {"last": 3}})
+    nxt = decision["next"]["request"]
+    assert decision["restart"] and (nxt["owner"], nxt["team"], nxt["project"]) == ("alice", "nlp", None)

@@ -140,7 +140,7 @@ def test_keys_filter_keeps_only_the_named_metrics(tmp_path):
 
 def test_missing_metrics_file_means_no_metrics(tmp_path):
     """A job that has not logged yet has no series, step 0 and no bad lines."""
-    assert read_metrics(str(tmp_path / "logs" / "metrics.jsonl")) == {"series": {}, "last_step": 0, "bad_lines": 0}
+    assert read_metrics(str(tmp_path / "logs" / "metrics.jsonl")) == {"series": {}, "last_step": 0, "bad_lines": 0, "end": 0}
 
 
 KINDS = ("model", "optim", "extra_state")
@@ -345,3 +345,19 @@ def test_preemption_text_says_both_sides():
     text = preemption_text(None, record, None, {"admitted_at_s": 110.0})
     assert text == "preempted sft-l (stopped at step 20 after 4.5 s), sft-m (awaited); started 10.0 s after the decision"
     assert preemption_text(None, None) == "" and preemption_text({}, {"preemptions": []}) == ""
+
+
+def test_read_metrics_keeps_prefixes_and_reads_on_from_an_offset(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    first = '{"step": 1, "data": {"timing_s/step": 2.0, "train/loss": 1.0}}\n'
+    second = '{"step": 1, "data": {"val/loss": 0.5, "val/acc": 0.25}}\n'
+    path.write_text(first + second + '{"step": 2, "data": {"timing_s/st')
+    result = read_metrics(str(path), keys=["timing_s/step"], prefixes=("val/",))
+    assert result["series"] == {"timing_s/step": [[1, 2.0]], "val/loss": [[1, 0.5]], "val/acc": [[1, 0.25]]}
+    assert result["end"] == len((first + second).encode())  # the half-written line is read again next time
+    with open(path, "a") as handle:
+        handle.write('ep": 3.0}}\n')
+    more = read_metrics(str(path), keys=["timing_s/step"], start=result["end"])
+    assert more["series"] == {"timing_s/step": [[2, 3.0]]} and more["bad_lines"] == 0
+    assert more["end"] == os.path.getsize(path)
+    assert read_metrics(str(path), prefixes=("val/",))["series"] == {"val/loss": [[1, 0.5]], "val/acc": [[1, 0.25]]}
