@@ -435,6 +435,7 @@ def attempt_ledger(view, now, fate, notes):
     entry["seconds_held"] = held
     entry["gpu_seconds_held"] = held * gpus
     entry["buckets"] = {name: wall[name] * gpus for name in BUCKETS}
+    entry["seconds"] = {name: wall[name] for name in BUCKETS}  # wall seconds: a job of no GPU has them too
     return entry
 
 
@@ -514,6 +515,7 @@ def compute_ledger(jobs_dir, run, now, cache=None):
         for name in BUCKETS:
             buckets[name] += entry["buckets"][name]
     held = sum(entry["gpu_seconds_held"] for entry in attempts)
+    seconds = {name: sum(entry["seconds"][name] for entry in attempts) for name in BUCKETS}
     end_verdict = (ended or {}).get("verdict")
     verdict = cause = None
     if ended:
@@ -538,7 +540,8 @@ def compute_ledger(jobs_dir, run, now, cache=None):
         "priority": priority.get("class") if isinstance(priority, dict) else priority,
         "gpus": gpus_of(first_spec), "submitted_at": submitted,
         "ended_at": attempts[-1]["ended_at"] if ended else None, "computed_at": now,
-        "gpu_seconds_held": held, "buckets": buckets, "goodput": buckets["productive"] / held if held > 0 else None,
+        "gpu_seconds_held": held, "buckets": buckets, "seconds": seconds,
+        "seconds_held": sum(entry["seconds_held"] for entry in attempts), "goodput": buckets["productive"] / held if held > 0 else None,
         "no_gpu": {"queue_wait_s": sum(e["queue_wait_s"] for e in attempts),
                    "heal_s": sum(e["heal_s"] for e in attempts)},
         "steps": {"productive": sum(e["steps"]["productive"] for e in attempts),

@@ -83,6 +83,12 @@ def closes(ledger):
         total = sum(part["buckets"][name] for name in mvp_ledger.BUCKETS)
         assert abs(total - part["gpu_seconds_held"]) <= 0.01 * part["gpu_seconds_held"] + 1e-9
         assert abs(part["buckets"]["unaccounted"]) <= 1e-6 * max(1.0, part["gpu_seconds_held"])
+        # the same buckets in wall seconds: GPU-seconds over the GPUs held, and their sum the seconds held
+        gpus = part["gpus"]
+        assert set(part["seconds"]) == set(mvp_ledger.BUCKETS)
+        for name in mvp_ledger.BUCKETS:
+            assert part["seconds"][name] * gpus == pytest.approx(part["buckets"][name], abs=1e-6)
+        assert sum(part["seconds"].values()) == pytest.approx(part["seconds_held"], abs=1e-6)
     assert set(ledger["buckets"]) == set(mvp_ledger.BUCKETS)
 
 
@@ -280,3 +286,25 @@ def test_summary_line_names_goodput_and_the_buckets_in_minutes(tmp_path):
 def test_a_run_without_a_job_directory_is_refused(tmp_path):
     with pytest.raises(ValueError, match="no job directory"):
         mvp_ledger.compute_ledger(str(tmp_path), "missing", 0.0)
+
+
+def test_a_job_of_no_gpu_has_its_buckets_in_wall_seconds(tmp_path):
+    """A script job (the selftest) reserves no GPU: GPU-seconds 0, the same buckets in wall seconds."""
+    jobs = str(tmp_path)
+    stamps = [(n, EPOCH + S + n * T) for n in range(1, 5)]
+    end = stamps[-1][1] + G
+    folder = attempt(jobs, "run", EPOCH, stamps, end, "failed", "unknown")
+    spec_path = os.path.join(folder, "config", "job_spec.json")
+    with open(spec_path) as handle:
+        spec = json.load(handle)
+    spec["trainer_overrides"], spec["gpus_requested"] = {}, 0
+    write(spec_path, spec)
+    end_run(jobs, "run", False, ["run"], {"verdict": "failed", "cause": "unknown"})
+    ledger = mvp_ledger.compute_ledger(jobs, "run", end + 10)
+    assert ledger["gpus"] == 0 and ledger["gpu_seconds_held"] == 0.0 and ledger["goodput"] is None
+    assert ledger["seconds_held"] == pytest.approx(end - EPOCH)
+    # no checkpoint: every step is lost with the run, the time after the last step is the failure gap
+    want = {name: 0.0 for name in mvp_ledger.BUCKETS}
+    want.update(startup=S, lost=4 * T, failure_gap=G)
+    same(ledger["seconds"], want)
+    same(ledger["attempts"][0]["seconds"], want)
