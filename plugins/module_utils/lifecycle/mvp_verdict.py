@@ -500,7 +500,7 @@ def classify(status, exit_code=None, message="", log_text="", log_name=FILES["dr
     for cause, pattern in LOG_PATTERNS:
         found = _evidence(lines, log_name, pattern) + _evidence(message_lines, "ray job message", pattern, 2)
         from_actors = [{"source": "ray list actors", "text": _actor_text(a)} for a, c in actor_causes if c == cause]
-        if cause == "node_lost" and (dead or found):
+        if cause == "node_lost" and (dead or found or from_actors):
             names = ", ".join(n.get("node_ip") or "?" for n in dead) or "a node"
             return done("failed", cause, "node lost: %s died while the job ran; it %s" % (names, trained),
                         node_evidence + from_actors + found)

@@ -341,10 +341,13 @@ def _watchdog(given):
     return out
 
 
-def _entry_options(entry, metrics, watchdog, defaults):
-    """mvp_entry.py's options for a trainer: its metrics file, the watchdog's limits, the dashboard port."""
+def _entry_options(entry, metrics, watchdog, defaults, job_dir):
+    """mvp_entry.py's options: the dashboard port and the metrics file (stamped into ``logs/steps.jsonl`` for the
+    ledger); for a trainer with verl's file logger its metrics file and the watchdog's limits, for a script the job's
+    ``logs/metrics.jsonl`` (a script that writes verl's lines there, such as the selftest playing phases, is stamped;
+    no watchdog)."""
     if not entry.get("module"):
-        return []
+        metrics, watchdog = job_paths(job_dir)["metrics"], None
     options = ["--dashboard-port", str(defaults.get("dashboard_port") or 8265)]
     if metrics:
         options += ["--metrics", metrics]
@@ -775,7 +778,7 @@ def _entrypoint(entry, overrides, defaults, tools, job_dir, shared_root, data, m
     return " ".join(shlex.quote(p) for p in
                     gate + [python, "-u", posixpath.join(tools, "mvp_entry.py"),
                             "--log", job_paths(job_dir)["driver_log"]]
-                    + _entry_options(entry, metrics, watchdog, defaults) + ["--"] + program)
+                    + _entry_options(entry, metrics, watchdog, defaults, job_dir) + ["--"] + program)
 
 
 GATE_TOOL = mvp_queue.GATE_TOOL

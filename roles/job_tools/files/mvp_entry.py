@@ -340,8 +340,12 @@ class RayView(object):
         return self.state("nodes")
 
     def actors(self, alive_only=False):
-        """The actors of this job (with node_ip from the node table)."""
-        filters = [("job_id", "=", self.job_id)] if self.job_id else []
+        """The actors of this job (with node_ip from the node table); none when the job has no Ray job id (a script
+        that never connected to Ray, such as the selftest playing phases: without the filter every job's actors
+        would be read)."""
+        if not self.job_id:
+            return []
+        filters = [("job_id", "=", self.job_id)]
         if alive_only:
             filters.append(("state", "=", "ALIVE"))
         ips = {n.get("node_id"): n.get("node_ip") for n in self.nodes()}

@@ -59,15 +59,16 @@ def test_every_workload_runs_on_a_worker_with_the_snapshot_first(workload, catal
     assert words[3:5] == ["--log", "/private/jobs/job-1/logs/driver.log"]
     program = words[words.index("--") + 1:]
     assert program[:2] == ["python", "-u"]
-    # verl trainers are watched (metrics file and limits from the defaults); scripts are not.
+    # verl trainers are watched (metrics file and limits from the defaults); scripts are not, but their metrics
+    # lines (if they write any) are stamped for the ledger: the job's metrics file, no watchdog.
     options = words[5:words.index("--")]
+    assert options[options.index("--metrics") + 1] == "/private/jobs/job-1/logs/metrics.jsonl"
     if catalog[workload].get("module"):
         watchdog = spec_defaults["watchdog"]
         assert options[options.index("--watchdog") + 1] == "%g,%g,%g" % (
             watchdog["first_step_s"], watchdog["floor_s"], watchdog["factor"])
-        assert options[options.index("--metrics") + 1] == "/private/jobs/job-1/logs/metrics.jsonl"
     else:
-        assert options == []
+        assert "--watchdog" not in options
 
 
 def test_grpo_uses_ppo_entrypoint_with_grpo_estimator_and_group_rollouts(spec):

@@ -147,6 +147,15 @@ def test_host_oom_from_the_actor_table():
     assert record["cause"] == "host_oom" and "WorkerDict" in record["evidence"][0]["text"]
 
 
+def test_an_actor_whose_node_died_names_node_lost_without_a_dead_node_in_the_table():
+    """Ray's actor table says the node died, the node table has no DEAD node in the job's time (it was replaced):
+    node_lost from the actor's evidence (this raised KeyError 'node_lost' before 2026-11-29)."""
+    actors = [{"class_name": "WorkerDict", "pid": 78, "node_ip": "172.18.0.3", "state": "DEAD",
+               "death_cause": {"actor_died_error_context": {"node_death_info": {"reason": "UNEXPECTED_TERMINATION"}}}}]
+    record = mvp_verdict.classify("FAILED", exit_code=1, log_text="something failed\n", actors=actors)
+    assert record["cause"] == "node_lost" and "WorkerDict" in record["evidence"][0]["text"]
+
+
 def test_a_traceback_through_the_reward_function_is_user_code():
     reward = "/private/user/code/rewards/mine.py"
     log = lines("Traceback (most recent call last):",
