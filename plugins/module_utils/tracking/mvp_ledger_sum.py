@@ -300,7 +300,7 @@ def ledger_period(jobs_dir, shared_dir, since, until, by, max_bytes=MAX_LEDGER_B
     check_by(by)
     if since >= until:
         raise LedgerInputError("since (%s) is not before until (%s): give -e since=7d or an ISO date in the past"
-                               % (_iso(since), _iso(until)))
+                               % (iso(since), iso(until)))
     ledgers, skipped = read_ledgers(jobs_dir, max_bytes)
     rows = [r for r in (run_share(ledger, since, until) for ledger in ledgers) if r is not None]
     rows.sort(key=lambda r: (_num(r.get("submitted_at")), str(r.get("run"))))
@@ -313,7 +313,8 @@ def ledger_period(jobs_dir, shared_dir, since, until, by, max_bytes=MAX_LEDGER_B
             "cluster": cluster, "idle_gpu_seconds": idle, "skipped": skipped}
 
 
-def _iso(seconds):
+def iso(seconds):
+    """``seconds`` since the epoch as UTC text ``YYYY-mm-ddTHH:MM:SSZ`` (str)."""
     return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -385,7 +386,7 @@ def ledger_table(result):
 
 def ledger_markdown(result):
     """ledger.md of a :func:`ledger_period` result (str): the period, the table, the runs, what was skipped."""
-    out = ["# GPU-hour ledger %s to %s, by %s" % (_iso(result["since"]), _iso(result["until"]), result["by"]), ""]
+    out = ["# GPU-hour ledger %s to %s, by %s" % (iso(result["since"]), iso(result["until"]), result["by"]), ""]
     out += ledger_table(result)
     out += ["", "## Runs", "", "| run | owner | team | workload | code_id | state | verdict | share | GPU-h | goodput |",
             "|---|---|---|---|---|---|---|---|---|---|"]
