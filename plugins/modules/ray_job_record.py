@@ -111,7 +111,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_files import read_json, write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import job_file
-from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_mlflow import record_verdict
+from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_mlflow import log_ledger, record_verdict
 from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_ledger_sum import LEDGER_FILE
 from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_verdict import (
     LOST_STATUS, judge_job_dir, stopped_while_pending)
