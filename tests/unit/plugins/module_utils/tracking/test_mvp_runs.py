@@ -345,3 +345,16 @@ def test_preemption_text_says_both_sides():
     text = preemption_text(None, record, None, {"admitted_at_s": 110.0})
     assert text == "preempted sft-l (stopped at step 20 after 4.5 s), sft-m (awaited); started 10.0 s after the decision"
     assert preemption_text(None, None) == "" and preemption_text({}, {"preemptions": []}) == ""
+
+
+def test_a_runs_ledger_is_read_from_its_first_attempt_and_an_older_run_has_none(tmp_path):
+    from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_runs import read_ledger
+    ledger = {"version": 1, "run": "sft-1", "owner": "alice", "gpu_seconds_held": 60.0}
+    _write(tmp_path / "sft-1" / "logs" / "ledger.json", json.dumps(ledger))
+    _write(tmp_path / "sft-1-r1" / "config" / "controller.json", json.dumps({"run": "sft-1", "attempt": 1}))
+    _write(tmp_path / "old-1" / "config" / "job_spec.json", "{}")
+    _write(tmp_path / "bad-1" / "logs" / "ledger.json", json.dumps(["not", "a", "ledger"]))
+    assert read_ledger(str(tmp_path / "sft-1")) == ledger
+    assert read_ledger(str(tmp_path / "sft-1-r1")) == ledger
+    assert read_ledger(str(tmp_path / "old-1")) is None and read_ledger(str(tmp_path / "bad-1")) is None
+    assert read_run(str(tmp_path / "sft-1-r1"))["ledger"] == ledger
