@@ -10,7 +10,7 @@ module: ray_job_ledger
 short_description: Add up the runs' GPU-hour ledgers of a period per owner, team, workload or code id
 description:
   - Reads every run's ledger, C(<shared_root>/jobs/<run>/logs/ledger.json) (its first attempt's job directory, written
-    by the job controller; the format: docs/jobs.md, "ledger.yml"), while the jobs folder is listed (one directory
+    by the job controller; its format is in docs/jobs.md, "ledger.yml"), while the jobs folder is listed (one directory
     entry at a time); a ledger larger than I(max_file_bytes) or not JSON is skipped and named in C(skipped).
   - Keeps the runs that held GPUs between I(since) and I(until); a run crossing either counts for its part (each
     attempt's GPU-seconds and buckets scaled by the share of its wall time inside the period; C(share) in its row).
@@ -128,7 +128,7 @@ table:
   elements: str
   returned: always
 skipped:
-  description: Ledger files not read, each C(<path>: why).
+  description: Ledger files not read, each the file's path and why.
   type: list
   elements: str
   returned: always

@@ -73,7 +73,7 @@ mlflow:
   returned: when the job ended and the record was written
   type: str
 ledger_mlflow:
-  description: What was put on the run's MLflow run from its ledger (C(ledger on <run id>: tags, N metrics)), or why not.
+  description: What was put on the run's MLflow run from its ledger (C(ledger on <run id>) with the tags and how many metrics), or why not.
   returned: when the job ended, the record was written and the run has a ledger.json
   type: str
 job:
