@@ -12,7 +12,7 @@ description:
   - Reads every run's ledger, C(<shared_root>/jobs/<run>/logs/ledger.json) (its first attempt's job directory, written
     by the job controller; its format is in docs/jobs.md, "ledger.yml"), while the jobs folder is listed (one directory
     entry at a time); a ledger larger than I(max_file_bytes) or not JSON is skipped and named in C(skipped).
-  - Keeps the runs that held GPUs between I(since) and I(until); a run crossing either counts for its part (each
+  - Keeps the runs that held GPUs between I(since) and I(end); a run crossing either counts for its part (each
     attempt's GPU-seconds and buckets scaled by the share of its wall time inside the period; C(share) in its row).
   - Sums per I(by) - runs, GPU-seconds held, every bucket, goodput (productive / held) - and sets the cluster's own
     GPU-seconds beside them (C(<shared_root>/controller/capacity-YYYY-MM.jsonl), one line a minute from the job
@@ -42,8 +42,10 @@ options:
         (C(2026-11-20), C(2026-11-20T08:00); UTC unless it carries an offset).
     type: raw
     default: 7d
-  until:
-    description: The period's end, in the same forms as I(since); empty - now.
+  end:
+    description:
+      - The period's end, in the same forms as I(since); empty - now. (ledger.yml's C(-e until=...); not called
+        C(until), the task keyword.)
     type: raw
     default: ""
   by:
@@ -73,7 +75,7 @@ EXAMPLES = r"""
   mvp.ray.ray_job_ledger:
     shared_root: /private
     since: "2026-11-20"
-    until: "2026-11-21"
+    end: "2026-11-21"
     by: team
 """
 
@@ -155,7 +157,7 @@ def main():
         argument_spec=dict(
             shared_root=dict(type="path", required=True),
             since=dict(type="raw", default="7d"),
-            until=dict(type="raw", default=""),
+            end=dict(type="raw", default=""),
             by=dict(type="str", default="owner"),
             dest=dict(type="path"),
             max_file_bytes=dict(type="int", default=mvp_ledger_sum.MAX_LEDGER_BYTES),
@@ -170,7 +172,7 @@ def main():
     try:
         mvp_ledger_sum.check_by(params["by"])
         since = mvp_ledger_sum.parse_time(params["since"], now, "since")
-        until = mvp_ledger_sum.parse_time(params["until"], now, "until") if params["until"] not in ("", None) else now
+        until = mvp_ledger_sum.parse_time(params["end"], now, "until") if params["end"] not in ("", None) else now
         result = mvp_ledger_sum.ledger_period(jobs_dir, params["shared_root"], since, until, params["by"],
                                               params["max_file_bytes"])
     except mvp_ledger_sum.LedgerInputError as exc:
