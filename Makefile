@@ -7,7 +7,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue controller-content bench bench-scale bench-train bench-resume bench-queue bench-controller bench-mlflow matrix matrix-ci mlflow-screenshot
+.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue controller-content bench bench-scale bench-train bench-resume bench-queue bench-controller bench-ledger bench-mlflow matrix matrix-ci mlflow-screenshot
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -92,6 +92,9 @@ bench-controller: setup engine ## The job controller's memory and head requests 
 
 bench-request: setup ## The strict request reader against yaml.safe_load, and its refusals of hostile documents (bench/results/request_read.json)
 	python bench/request_read.py --repeat 100
+
+bench-ledger: setup ## ledger.yml's summing over 1,000 job directories made in a tmp folder: seconds, peak RSS (bench/results/ledger.json)
+	python bench/ledger.py
 
 bench-mlflow: setup engine ## What MLflow tracking adds per training step: CPU SFT with and without it, alternating (bench/results/mlflow.json)
 	ansible-playbook site.yml

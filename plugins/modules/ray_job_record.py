@@ -72,6 +72,10 @@ mlflow:
   description: What was put on the job's MLflow run (C(tagged <run id>)), why not, or '' for an untracked job.
   returned: when the job ended and the record was written
   type: str
+ledger_mlflow:
+  description: What was put on the run's MLflow run from its ledger (C(ledger on <run id>) with the tags and how many metrics), or why not.
+  returned: when the job ended, the record was written and the run has a ledger.json
+  type: str
 job:
   description: Ray JobDetails of the job as read (null when Ray does not know the id; nothing is written then).
   type: dict
@@ -107,7 +111,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_files import read_json, write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import job_file
-from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_mlflow import record_verdict
+from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_mlflow import log_ledger, record_verdict
+from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_ledger_sum import LEDGER_FILE
 from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_verdict import (
     LOST_STATUS, judge_job_dir, stopped_while_pending)
 from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_ray import (
@@ -193,7 +198,24 @@ class RayJobRecord(JobModule):
                 result["mlflow"] = record_verdict(job_file(job_dir, "mlflow_run"), result["verdict"],
                                                   job_file(job_dir, "metrics"),
                                                   int((spec.get("resume_from") or {}).get("step") or 0))
+                ledger = self.ledger_on_mlflow(job_dir)
+                if ledger is not None:
+                    result["ledger_mlflow"] = ledger
         self.module.exit_json(**result)
+
+    def ledger_on_mlflow(self, job_dir):
+        """Put the run's ledger on its MLflow run (module_utils ``mvp_mlflow.log_ledger``), or None without one.
+
+        The run's ledger is ``logs/ledger.json`` of its first attempt (``config/controller.json``'s ``run``, this
+        attempt when it has none), and its MLflow run is that attempt's ``config/mlflow_run.json``.
+        """
+        run = read_json(job_file(job_dir, "controller")).get("run") or self.params["submission_id"]
+        first = os.path.join(os.path.dirname(os.path.normpath(job_dir)), run)
+        ledger = read_json(os.path.join(first, LEDGER_FILE))
+        if not ledger:
+            return None
+        settings = read_json(job_file(first, "mlflow_run"))
+        return log_ledger(settings, [settings.get("run_id")], ledger)
 
 
 def main():

@@ -118,6 +118,13 @@ report:
       type: dict
     lines: {description: "plotted curves (label, color, ids), series left out", type: list}
     plots: {description: "metric -> {file (relative to dest), kind (points or lines), png_base64}", type: dict}
+    ledger:
+      description:
+        - Each run's GPU-hour ledger (its first attempt's C(logs/ledger.json); module_utils
+          C(mvp_report.ledger_rows)) - C(buckets) (those some run has), C(rows) (submission_id, run, owner, state,
+          gpu_hours, goodput, hours per bucket, note - C(no ledger (run older than the ledger)) for a run without one).
+      type: dict
+    ledger_plot: {description: "the stacked bars of the ledgers {file (plots/ledger.png), png_base64}, null when no run has a ledger", type: dict}
 """
 
 import base64
@@ -225,6 +232,49 @@ def figure(report, metric, title):
     return fig, kind
 
 
+LEDGER_PLOT = "plots/ledger.png"
+"""The stacked bars of the runs' GPU-hour ledgers, in the report folder."""
+
+
+def ledger_figure(ledger):
+    """The runs' ledgers as stacked horizontal bars (GPU-hours per bucket), a matplotlib Figure; the caller closes it.
+
+    :param ledger: dict, ``mvp_report.ledger_rows`` (``buckets``, ``rows``); a run without a ledger gets an empty
+        bar labelled ``no ledger``.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    rows = ledger["rows"]
+    fig, axes = plt.subplots(figsize=(9, 1.2 + 0.55 * len(rows)), dpi=100)
+    try:
+        colors = plt.get_cmap("tab20").colors
+        left = [0.0] * len(rows)
+        for index, bucket in enumerate(ledger["buckets"]):
+            widths = [max(r["hours"].get(bucket, 0.0), 0.0) for r in rows]
+            axes.barh(range(len(rows)), widths, left=left, color=colors[index % len(colors)], label=bucket)
+            left = [a + b for a, b in zip(left, widths)]
+        for y, row in enumerate(rows):
+            text = "no ledger" if row["gpu_hours"] is None else "%.2f GPU-h, goodput %s" % (
+                row["gpu_hours"], "-" if row["goodput"] is None else "%.0f%%" % (100 * row["goodput"]))
+            axes.annotate(text, (left[y], y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
+        axes.set_yticks(list(range(len(rows))))
+        axes.set_yticklabels([_run_label(r["submission_id"]) for r in rows], fontsize=8)
+        axes.invert_yaxis()
+        axes.set_xlabel("GPU-hours held")
+        axes.set_title("Where each run's GPU-hours went (its ledger)")
+        axes.margins(x=0.25)
+        if ledger["buckets"]:
+            axes.legend(fontsize=7, ncol=min(4, len(ledger["buckets"])), loc="lower right")
+        fig.tight_layout()
+    except Exception:
+        plt.close(fig)
+        raise
+    return fig
+
+
 def draw(report, metric, path, title):
     """Draw one metric (``figure``) into a PNG file; return its kind (points, lines or none)."""
     from matplotlib import pyplot as plt
@@ -287,9 +337,21 @@ def main():
         with open(os.path.join(dest, name), "rb") as handle:
             report["plots"][metric["key"]] = {"file": name, "kind": kind,
                                               "png_base64": base64.b64encode(handle.read()).decode()}
+    report["ledger_plot"] = None
+    if any(row["gpu_hours"] is not None for row in report["ledger"]["rows"]):
+        from matplotlib import pyplot as plt
+
+        fig = ledger_figure(report["ledger"])
+        try:
+            fig.savefig(os.path.join(dest, LEDGER_PLOT), format="png")
+        finally:
+            plt.close(fig)
+        with open(os.path.join(dest, LEDGER_PLOT), "rb") as handle:
+            report["ledger_plot"] = {"file": LEDGER_PLOT, "png_base64": base64.b64encode(handle.read()).decode()}
     report["lines"] = [{k: v for k, v in line.items() if k != "series"} for line in report["lines"]]
     with open(os.path.join(dest, "report.json"), "w", encoding="utf-8") as handle:
-        json.dump(dict(report, plots={k: v["file"] for k, v in report["plots"].items()}),
+        json.dump(dict(report, plots={k: v["file"] for k, v in report["plots"].items()},
+                       ledger_plot=(report["ledger_plot"] or {}).get("file")),
                   handle, indent=2, sort_keys=True)
         handle.write("\n")
     module.exit_json(changed=True, report=report)

@@ -37,7 +37,9 @@ cannot start and running runs this controller follows, of a lower priority and p
 that checkpoint as its run's next attempt, queued again at its priority with its first submission time.
 While a victim's checkpoint is awaited the controller looks every ``URGENT_POLL_S`` seconds.
 
-Besides those, ``<shared>/controller/heartbeat.json`` says which controller follows which runs (the plays
+Besides those, ``<shared>/controller/capacity-YYYY-MM.jsonl`` gets one line a minute: the ALIVE workers and their GPUs
+(:meth:`Controller.record_capacity`; ``ledger.yml`` sets the runs' GPU-hours against it), and
+``<shared>/controller/heartbeat.json`` says which controller follows which runs (the plays
 read it to say whether a run is supervised). The run's state and the heartbeat are read by the rules of
 ``mvp_run_state``, which the plays use too. The deadlines of a followed run are this program's alone: an attempt
 PENDING past ``pending_timeout_s`` (:meth:`Controller.check_pending`), a placement group no node can hold past
@@ -77,6 +79,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_ray_rest impor
 from ansible_collections.mvp.ray.plugins.module_utils.request.mvp_request import AFTER_EACH_EPOCH
 from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_restart import decide
 from ansible_collections.mvp.ray.plugins.module_utils.tracking import mvp_ledger
+from ansible_collections.mvp.ray.plugins.module_utils.tracking import mvp_ledger_sum
 from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_runs import latest_checkpoint
 from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_verdict import stopped_while_pending
 
@@ -366,6 +369,7 @@ class Controller(object):
         self.ledgers = mvp_ledger.LedgerCache()
         self.ledger_written = {}
         self.ledger_errors = {}
+        self.capacity_at = None
 
     # -- the head ------------------------------------------------------------------------------------------
 
@@ -413,7 +417,17 @@ class Controller(object):
     # -- one pass over every run ------------------------------------------------------------------------------
 
     def tick(self):
-        """Look at every run once and act on those whose attempt ended; return the runs followed (list of ids)."""
+        """Look at every run once and act on those whose attempt ended; return the runs followed (list of ids).
+
+        Then, at most once a minute, append what the cluster holds to its capacity file (:meth:`record_capacity`).
+        """
+        try:
+            return self.one_pass()
+        finally:
+            self.record_capacity()
+
+    def one_pass(self):
+        """The pass of :meth:`tick` over every run (list of the runs' ids)."""
         runs = self.runs = discover(self.config, self.known)
         self.pass_cache = {}
         self.heartbeat(runs)
@@ -1053,6 +1067,44 @@ class Controller(object):
                 self.say("run %s: its ledger could not be written: %s" % (run, why))
             self.ledger_errors[run] = why
             return None
+
+    def record_capacity(self):
+        """Append what the cluster holds now to ``<shared>/controller/capacity-YYYY-MM.jsonl``, at most once a minute.
+
+        One line (``mvp_ledger_sum.capacity_line``): the ALIVE workers (nodes offering the worker resource) and their
+        GPUs (``resources_total["GPU"]``: logical GPUs on a docker host), covering the seconds since this controller's
+        previous line (0 for its first: a restarted controller does not claim the minutes it was away; at most
+        ``mvp_ledger_sum.CAPACITY_MAX_GAP_S``). The node list of this pass is used when the pass read one; else one
+        ``list_nodes`` call to the head, so at most one request a minute more. A head that does not answer writes no
+        line (the time stays uncovered: ``ledger.yml`` says how much) and the next line after it covers 0 s. The file
+        of each month is a new one (about 3 MB a month); ``mvp_ledger_sum.cluster_gpu_seconds`` integrates them.
+        Never raises: the capacity record must not stop the controller.
+        """
+        now = self.clock()
+        if self.capacity_at is not None and now - self.capacity_at < mvp_ledger_sum.CAPACITY_EVERY_S:
+            return
+        try:
+            nodes = self.pass_cache.get("nodes")
+            if nodes is None:
+                _jobs, state_api, address = self.clients()
+                nodes = self.pass_cache["nodes"] = list_nodes(state_api, address)
+        except (HeadLost, RayUnreachable, RayHttpError, RuntimeError) as exc:
+            if self.capacity_at is not None:
+                self.say("the cluster's capacity is not recorded while the head does not answer (%s)" % exc)
+            self.capacity_at = None
+            return
+        workers = self.alive_workers(nodes)
+        gpus = sum(float((n.get("resources_total") or {}).get("GPU") or 0) for n in workers)
+        interval = 0.0 if self.capacity_at is None else min(now - self.capacity_at, mvp_ledger_sum.CAPACITY_MAX_GAP_S)
+        path = mvp_ledger_sum.capacity_file(self.config["shared_dir"], now)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(mvp_ledger_sum.capacity_line(now, len(workers), gpus, interval))
+        except OSError as exc:
+            self.say("cannot append the cluster's capacity to %s: %s" % (path, exc))
+            return
+        self.capacity_at = now
 
     def heartbeat(self, runs, activity="following"):
         """Write ``<shared>/controller/heartbeat.json``: this controller, its host, pid, the runs it follows.

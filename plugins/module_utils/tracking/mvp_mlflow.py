@@ -299,6 +299,76 @@ def metrics_batches(metrics_file, after_step=0, size=1000):
     return [out[i:i + size] for i in range(0, len(out), size)]
 
 
+def record_client(record, timeout=10):
+    """The MlflowClient of a job's ``config/mlflow_run.json`` record, as a module on the head reaches the server.
+
+    :param record: dict, the record (``tracking_uri``: its port is used on 127.0.0.1, 5000 without one;
+        ``credentials_file``: the server's auth config, :func:`credentials_headers`).
+    :param timeout: float seconds per call.
+    """
+    port = (record.get("tracking_uri") or "").rpartition(":")[2]
+    return MlflowClient("http://127.0.0.1:%s" % (port or "5000"), timeout=timeout,
+                        headers=credentials_headers(record.get("credentials_file")))
+
+
+LEDGER_TAGS = ("owner", "team", "project")
+"""The ledger's keys set as tags ``mvp.<key>`` on the run (a null one is not set)."""
+
+
+def ledger_metrics(ledger):
+    """The run's ledger as MLflow metrics (dict key -> float): ``ledger/gpu_hours_held``, ``ledger/goodput`` (0..1,
+    left out when null) and ``ledger/<bucket>_gpu_hours`` for each bucket of ``ledger["buckets"]`` (GPU-hours)."""
+    out = {"ledger/gpu_hours_held": float(ledger.get("gpu_seconds_held") or 0) / 3600.0}
+    if ledger.get("goodput") is not None:
+        out["ledger/goodput"] = float(ledger["goodput"])
+    for name, value in sorted((ledger.get("buckets") or {}).items()):
+        out[metric_key("ledger/%s_gpu_hours" % name)] = float(value or 0) / 3600.0
+    return {k: v for k, v in out.items() if math.isfinite(v)}
+
+
+def log_ledger(mlflow_settings, run_ids, ledger, timeout=10):
+    """Put a run's GPU-hour ledger (its first attempt's ``logs/ledger.json``, issue 63) on its MLflow run(s).
+
+    Tags ``mvp.owner``, ``mvp.team``, ``mvp.project`` always; the metrics of :func:`ledger_metrics` once the run
+    ended (``ledger["state"] == "ended"``), at step 0 with the ledger's ``computed_at`` as their time. Idempotent:
+    a metric whose latest value on the run already has that value and time is not logged again (``runs/get``), so
+    the record step and the job controller's final ledger may both call it; a later ledger (another
+    ``computed_at``) becomes the metric's latest value.
+
+    :param mlflow_settings: dict, the run's ``config/mlflow_run.json`` record (:func:`record_client`); {} or None -
+        nothing is done.
+    :param run_ids: list of str, the MLflow runs to put it on (the run's ``run_id``; a child run's id too if wanted).
+    :param ledger: dict, the ledger.json (``owner``, ``team``, ``project``, ``state``, ``computed_at`` (s since the
+        epoch), ``gpu_seconds_held``, ``buckets``, ``goodput``).
+    :param timeout: float seconds per call.
+    :returns: str, what was done (``ledger on <ids>: N metrics``) or why not ('' without settings or runs).
+    """
+    ids = [i for i in (run_ids or []) if i]
+    if not mlflow_settings or not ids:
+        return ""
+    client = record_client(mlflow_settings, timeout)
+    tags = {TAG_PREFIX + key: ledger.get(key) for key in LEDGER_TAGS}
+    ended = ledger.get("state") == "ended"
+    stamp = int(float(ledger.get("computed_at") or time.time()) * 1000)
+    wanted = ledger_metrics(ledger) if ended else {}
+    logged = 0
+    try:
+        for run_id in ids:
+            have = {m["key"]: (m.get("value"), int(m.get("timestamp") or 0))
+                    for m in ((client.get_run(run_id).get("data") or {}).get("metrics") or [])} if wanted else {}
+            metrics = [{"key": key, "value": value, "timestamp": stamp, "step": 0}
+                       for key, value in sorted(wanted.items()) if have.get(key) != (value, stamp)]
+            body = {"run_id": run_id, "tags": _tag_list(tags)}
+            if metrics:
+                body["metrics"] = metrics
+            client.call("POST", API + "/runs/log-batch", body=body)
+            logged += len(metrics)
+    except (MlflowUnreachable, MlflowHttpError) as exc:
+        return "ledger not put on %s: %s" % (", ".join(ids), exc)
+    return "ledger on %s: tags, %d metrics%s" % (", ".join(ids), logged,
+                                                 "" if ended else " (none before the run ended)")
+
+
 def record_verdict(record_file, verdict, metrics_file=None, after_step=0, timeout=10):
     """Put an ended attempt's verdict on its MLflow run(s): tags ``mvp.verdict``, ``mvp.cause``, ``mvp.summary``
     and the status (``FINISHED`` when it trained or succeeded, else ``FAILED``). A restarted attempt's metrics
@@ -320,9 +390,7 @@ def record_verdict(record_file, verdict, metrics_file=None, after_step=0, timeou
         return ""
     if verdict.get("verdict") in (None, "running"):
         return "run %s left as it is" % run["run_id"]
-    port = (run.get("tracking_uri") or "").rpartition(":")[2]
-    client = MlflowClient("http://127.0.0.1:%s" % (port or "5000"), timeout=timeout,
-                          headers=credentials_headers(run.get("credentials_file")))
+    client = record_client(run, timeout)
     status = "FINISHED" if verdict.get("verdict") in ("trained", "succeeded") else "FAILED"
     tags = {TAG_PREFIX + "verdict": verdict.get("verdict"), TAG_PREFIX + "cause": verdict.get("cause") or "",
             TAG_PREFIX + "summary": verdict.get("summary") or ""}

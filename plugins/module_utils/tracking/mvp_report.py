@@ -291,7 +291,39 @@ def build_report(runs, parents, metric_specs, baseline_id=None, config_diff=None
                                     run["submission_id"], run["status"], baseline_id, base.get("status"))})
     return {"baseline": baseline_id, "runs": rows, "metrics": metrics, "regressions": regressions,
             "spec_diff": spec_diff(runs), "config_diff": config_diff or {}, "code_diff": code_diff or {},
-            "lines": lines}
+            "lines": lines, "ledger": ledger_rows(runs)}
+
+
+LEDGER_BUCKETS = ("startup", "productive", "checkpoint", "validation", "recomputed", "lost", "failure_gap", "hang",
+                  "preemption", "shutdown", "unaccounted")
+"""The buckets of a run's ledger.json (issue 63), in the order the bars stack them."""
+
+NO_LEDGER = "no ledger (run older than the ledger)"
+"""What the report says of a run without a ledger.json."""
+
+
+def ledger_rows(runs):
+    """The GPU-hour ledger of each run, for the report's stacked bars and table.
+
+    :param runs: list of runs (``ray_job_runs``; ``ledger``: the run's ledger.json or None).
+    :returns: dict ``{"buckets": the LEDGER_BUCKETS some run has above zero, "rows": [...]}``, a row per run:
+        ``submission_id``, ``run`` (the first attempt), ``owner``, ``state``, ``gpu_hours`` (held), ``goodput``
+        (0..1 or None), ``hours`` (bucket -> GPU-hours), ``note`` (NO_LEDGER when it has none, else '').
+    """
+    rows = []
+    for run in runs:
+        ledger = run.get("ledger") if isinstance(run.get("ledger"), dict) else None
+        if ledger is None:
+            rows.append({"submission_id": run["submission_id"], "run": None, "owner": None, "state": None,
+                         "gpu_hours": None, "goodput": None, "hours": {}, "note": NO_LEDGER})
+            continue
+        buckets = ledger.get("buckets") or {}
+        rows.append({"submission_id": run["submission_id"], "run": ledger.get("run"), "owner": ledger.get("owner"),
+                     "state": ledger.get("state"), "gpu_hours": float(ledger.get("gpu_seconds_held") or 0) / 3600.0,
+                     "goodput": ledger.get("goodput"),
+                     "hours": {b: float(buckets.get(b) or 0) / 3600.0 for b in LEDGER_BUCKETS}, "note": ""})
+    used = [b for b in LEDGER_BUCKETS if any(abs(r["hours"].get(b, 0.0)) > 0 for r in rows)]
+    return {"buckets": used, "rows": rows}
 
 
 # ---- what differs: effective configurations ----

@@ -256,7 +256,7 @@ def read_run(job_dir, keys=None, with_series=True):
         None), ``last_step``, ``series`` (when asked), ``last`` ({metric: value}),
         ``checkpoint`` (``latest_checkpoint``), ``resume_from`` (the spec's), ``mlflow`` (``{run_id,
         experiment_id, tracking_uri, ui_url}`` of its MLflow run, from ``config/mlflow_run.json``; None for an
-        untracked job) and ``preemption`` (:func:`preemption_text`, '' when none).
+        untracked job), ``preemption`` (:func:`preemption_text`, '' when none) and ``ledger`` (:func:`read_ledger`).
     """
     spec = _read_json(os.path.join(job_dir, SPEC_FILE))
     spec_dict = spec if isinstance(spec, dict) else {}
@@ -283,10 +283,39 @@ def read_run(job_dir, keys=None, with_series=True):
         "mlflow": _mlflow_record(job_dir),
         "preemption": preemption_text(*(_read_json(os.path.join(job_dir, FILES[name])) for name in (
             "preempt", "preempting", "restart", "queue"))),
+        "ledger": read_ledger(job_dir),
     }
     if with_series:
         run["series"] = metrics["series"]
     return run
+
+
+LEDGER_MAX_BYTES = 1 << 20
+"""A ledger.json larger than this (bytes) is not read (a run's ledger is a few KiB)."""
+
+
+def read_ledger(job_dir):
+    """The GPU-hour ledger of the run this attempt belongs to, or None (no ledger: a run older than the ledger).
+
+    The ledger is ``logs/ledger.json`` of the run's first attempt (issue 63; the job controller writes it): this
+    attempt's own, or for a later attempt the one of ``config/controller.json``'s ``run`` beside it. A file over
+    LEDGER_MAX_BYTES, not JSON or without ``version`` counts as none.
+
+    :param job_dir: str, ``<shared_root>/jobs/<submission_id>``. :returns: dict (the ledger.json) or None.
+    """
+    handed = _read_json(os.path.join(job_dir, FILES["controller"]))
+    run = handed.get("run") if isinstance(handed, dict) else None
+    first = job_dir
+    if isinstance(run, str) and run and "/" not in run and run not in (".", ".."):
+        first = os.path.join(os.path.dirname(os.path.normpath(job_dir)), run)
+    path = os.path.join(first, "logs", "ledger.json")
+    try:
+        if os.stat(path).st_size > LEDGER_MAX_BYTES:
+            return None
+    except OSError:
+        return None
+    ledger = _read_json(path)
+    return ledger if isinstance(ledger, dict) and "version" in ledger else None
 
 
 def preemption_text(preempt, preempting, restart=None, queue=None):

@@ -58,6 +58,15 @@ class FakeMlflow(object):
                 return 400, {"error_code": "INVALID_PARAMETER_VALUE", "message": "more than 1000 metrics"}
             self.metrics.setdefault(body["run_id"], []).extend(body.get("metrics") or [])
             return 200, {}
+        if route == "runs/get":
+            run = self.runs[query["run_id"][0]]
+            latest = {}
+            for metric in self.metrics.get(query["run_id"][0], []):
+                if metric["key"] not in latest or \
+                        (metric["timestamp"], metric["step"]) >= (latest[metric["key"]]["timestamp"],
+                                                                  latest[metric["key"]]["step"]):
+                    latest[metric["key"]] = metric
+            return 200, {"run": dict(run, data=dict(run["data"], metrics=list(latest.values())))}
         if route == "runs/update":
             self.runs[body["run_id"]]["info"]["status"] = body["status"]
             return 200, {}

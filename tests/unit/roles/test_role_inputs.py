@@ -27,7 +27,7 @@ MAGIC = {"inventory_hostname", "hostvars", "ansible_failed_result", "ansible_fai
 # Names the command line sets (-e): only the plays map them (playbooks/vars/, play vars).
 COMMAND_LINE = {"wait", "repeat", "repeat_mode", "group", "last", "workload", "jobspec", "submission_id", "submission_ids",
                 "baseline", "fail_on_regression", "report_id", "diff_max_lines", "diff_max_bytes",
-                "mvp_down_purge_confirm", "queue"}
+                "mvp_down_purge_confirm", "queue", "since", "until", "by"}
 # Per-host facts of the inventory (hosts.yml), read through hostvars by the containers role's plan.
 PER_HOST = {"mvp_container_name", "mvp_container_gpus"}
 # Facts other roles set and declare as their outputs (the head's IP, the image the docker host built).

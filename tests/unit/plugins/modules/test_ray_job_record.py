@@ -82,3 +82,17 @@ def test_a_job_lost_with_its_head_is_judged_from_its_job_directory(fake_ray, clo
     (job_dir / "logs" / "metrics.jsonl").write_text(
         "".join(json.dumps({"step": s, "data": {"train/loss": 1.0}}) + "\n" for s in range(1, planned + 1)))
     assert run_module(main, dict(options, lost_with_head=True))["verdict"]["verdict"] == "trained"
+
+
+def test_a_later_attempt_finds_its_runs_ledger_in_the_first_attempt(fake_ray, clock, run_module, tmp_path):
+    jobs = tmp_path / "jobs"
+    first, later = jobs / "sft-1", jobs / "sft-1-r1"
+    (first / "logs").mkdir(parents=True)
+    (later / "config").mkdir(parents=True)
+    (later / "config" / "controller.json").write_text(json.dumps({"run": "sft-1", "attempt": 1}))
+    fake_ray.add_job("sft-1-r1", "FAILED", driver_exit_code=1)
+    options = {"address": ADDRESS, "submission_id": "sft-1-r1", "job_dir": str(later)}
+    assert "ledger_mlflow" not in run_module(main, options)  # no ledger yet: nothing to put on MLflow
+    (first / "logs" / "ledger.json").write_text(json.dumps({"version": 1, "run": "sft-1", "state": "running"}))
+    # A ledger, but the run is untracked (no config/mlflow_run.json in its first attempt): nothing is sent.
+    assert run_module(main, options)["ledger_mlflow"] == ""

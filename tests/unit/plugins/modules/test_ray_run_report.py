@@ -131,3 +131,41 @@ def test_a_code_diff_file_that_is_not_a_plain_name_is_refused(tmp_path, run_modu
                                "code_diff_file": name})
     assert result["failed"] and "code_diff_file" in result["msg"]
     assert not os.path.exists(str(tmp_path / "r"))
+
+
+def _ledger(run, owner, held_s, buckets_s):
+    return {"version": 1, "run": run, "state": "ended", "owner": owner, "gpu_seconds_held": held_s,
+            "goodput": buckets_s["productive"] / held_s, "buckets": buckets_s}
+
+
+def test_each_runs_ledger_is_a_stacked_bar_and_a_run_without_one_says_so(tmp_path, run_module):
+    from ray_run_report import ledger_figure
+    from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_report import NO_LEDGER
+    a_buckets = {"startup": 360.0, "productive": 5400.0, "recomputed": 1440.0}
+    b_buckets = {"startup": 720.0, "productive": 2880.0}
+    runs = [dict(_run("a", [1, 2], [2]), ledger=_ledger("a", "alice", 7200.0, a_buckets)),
+            dict(_run("b", [1, 2], [2]), ledger=_ledger("b", "bob", 3600.0, b_buckets)),
+            dict(_run("c", [1, 2], [2]), ledger=None)]
+    dest = str(tmp_path / "report")
+    report = run_module(main, {"runs": runs, "metrics": [{"key": "train/loss"}], "dest": dest})["report"]
+    rows = {r["submission_id"]: r for r in report["ledger"]["rows"]}
+    assert report["ledger"]["buckets"] == ["startup", "productive", "recomputed"]
+    assert rows["a"]["gpu_hours"] == pytest.approx(2.0) and rows["a"]["hours"]["recomputed"] == pytest.approx(0.4)
+    assert rows["b"]["goodput"] == pytest.approx(2880.0 / 3600.0) and rows["c"]["note"] == NO_LEDGER
+    assert report["ledger_plot"]["file"] == "plots/ledger.png" and os.path.getsize(os.path.join(dest,
+                                                                                               "plots/ledger.png"))
+    fig = ledger_figure(report["ledger"])
+    try:
+        bars = [p for p in fig.axes[0].patches]
+        widths = {}
+        for bar in bars:
+            y = round(bar.get_y() + bar.get_height() / 2)
+            widths[y] = widths.get(y, 0.0) + bar.get_width()
+        assert widths == pytest.approx({0: sum(a_buckets.values()) / 3600, 1: sum(b_buckets.values()) / 3600, 2: 0.0})
+    finally:
+        plt.close(fig)
+
+
+def test_no_ledger_at_all_draws_no_ledger_plot(tmp_path, run_module):
+    result = run_module(main, {"runs": [_run("a", [1], [1])], "metrics": [], "dest": str(tmp_path / "r")})
+    assert result["report"]["ledger_plot"] is None and not os.path.exists(str(tmp_path / "r" / "plots" / "ledger.png"))

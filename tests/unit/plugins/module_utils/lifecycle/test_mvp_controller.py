@@ -114,8 +114,10 @@ def test_running_attempts_are_only_looked_at_with_two_requests_per_pass_for_all(
     playbooks = Playbooks(config, fake_ray, {})
     ctl = controller(config, playbooks)
     assert ctl.tick() == sorted([RUN, other]) and playbooks.calls == []
-    # The job list and the placement groups, once per pass for every run together.
-    assert ctl.requests == 2
+    # The job list and the placement groups, once per pass for every run together; and once a minute the node list
+    # for the cluster's capacity record.
+    assert ctl.requests == 3
+    assert ctl.tick() and ctl.requests == 3 + 2
 
 
 def test_a_lost_node_continues_as_the_next_attempt_decided_before_it_starts(config, fake_ray):
@@ -801,3 +803,40 @@ def test_a_running_runs_ledger_is_written_when_its_files_change_and_a_failure_is
         assert ctl.tick() == [RUN]  # the controller goes on
         stamps(config, RUN, [{"step": 5 + _, "at": now[0]}])
     assert len([line for line in lines if "ledger could not be written" in line]) == 1
+
+
+def capacity_lines(config):
+    folder = os.path.join(config["shared_dir"], "controller")
+    lines = []
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("capacity-"):
+            with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                lines += [json.loads(line) for line in handle]
+    return lines
+
+
+def test_the_cluster_capacity_is_appended_once_a_minute_with_or_without_runs(config, fake_ray, cluster_nodes):
+    from ansible_collections.mvp.ray.plugins.module_utils.tracking import mvp_ledger_sum
+    now = [1795909620.0]
+    ctl = controller(config, Playbooks(config, fake_ray, {}), clock=lambda: now[0])
+    alive = [n for n in cluster_nodes if n["state"] == "ALIVE" and n["resources_total"].get("worker_node")]
+    gpus = sum(n["resources_total"].get("GPU", 0.0) for n in alive)
+    assert ctl.tick() == []  # no run: the idle cluster is recorded all the same
+    now[0] += 30
+    ctl.tick()
+    now[0] += 31
+    ctl.tick()
+    lines = capacity_lines(config)
+    assert [(x["nodes"], x["gpus"], x["interval_s"]) for x in lines] == [(len(alive), gpus, 0.0),
+                                                                         (len(alive), gpus, 61.0)]
+    # The head stops answering: no line, and the first line after it covers nothing of the time it was away.
+    fake_ray.unreachable = "connection refused"
+    now[0] += 60
+    ctl.tick()
+    fake_ray.unreachable = None
+    now[0] += 60
+    ctl.tick()
+    lines = capacity_lines(config)
+    assert len(lines) == 3 and lines[-1]["interval_s"] == 0.0
+    held = mvp_ledger_sum.cluster_gpu_seconds(config["shared_dir"], 0, now[0])
+    assert held["gpu_seconds"] == 61.0 * gpus and held["node_seconds"] == 61.0 * len(alive)

@@ -161,3 +161,37 @@ def test_the_heads_modules_take_the_credentials_from_the_servers_auth_config(tmp
     assert credentials_headers("") == {} and credentials_headers(str(tmp_path / "missing.ini")) == {}
     config.write_text("[mlflow]\nadmin_username = mvp\n")
     assert credentials_headers(str(config)) == {}
+
+
+LEDGER = {"version": 1, "run": "sft-1", "state": "ended", "owner": "alice", "team": "nlp", "project": None,
+          "computed_at": 1795909710.0, "gpu_seconds_held": 7200.0, "goodput": 0.75,
+          "buckets": {"startup": 900.0, "productive": 5400.0, "recomputed": 900.0, "unaccounted": 0.0}}
+
+
+def test_the_ledger_goes_on_the_run_once_as_tags_and_gpu_hour_metrics(tracking):
+    from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_mlflow import log_ledger
+    fake, client = tracking
+    run = job_run(client, "sft", "sft-1", "sft-1")
+    settings = dict(run, tracking_uri=client.address)
+    done = log_ledger(settings, [run["run_id"]], LEDGER)
+    tags = fake.tags(run["run_id"])
+    assert (tags["mvp.owner"], tags["mvp.team"]) == ("alice", "nlp") and "mvp.project" not in tags
+    logged = {m["key"]: m["value"] for m in fake.metrics[run["run_id"]]}
+    expected = {"ledger/gpu_hours_held": LEDGER["gpu_seconds_held"] / 3600, "ledger/goodput": LEDGER["goodput"]}
+    expected.update(("ledger/%s_gpu_hours" % k, v / 3600) for k, v in LEDGER["buckets"].items())
+    assert logged == pytest.approx(expected)
+    assert done == "ledger on %s: tags, %d metrics" % (run["run_id"], len(expected))
+    assert {m["timestamp"] for m in fake.metrics[run["run_id"]]} == {int(LEDGER["computed_at"] * 1000)}
+    # Again with the same ledger (the record step, then the controller's final ledger): nothing logged twice.
+    assert log_ledger(settings, [run["run_id"]], LEDGER).endswith(": tags, 0 metrics")
+    assert len(fake.metrics[run["run_id"]]) == len(expected)
+
+
+def test_a_running_runs_ledger_sets_only_the_tags(tracking):
+    from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_mlflow import log_ledger
+    fake, client = tracking
+    run = job_run(client, "sft", "sft-1", "sft-1")
+    done = log_ledger(dict(run, tracking_uri=client.address), [run["run_id"]], dict(LEDGER, state="running"))
+    assert fake.tags(run["run_id"])["mvp.owner"] == "alice" and not fake.metrics.get(run["run_id"])
+    assert "none before the run ended" in done
+    assert log_ledger({}, [run["run_id"]], LEDGER) == ""

@@ -361,3 +361,16 @@ def test_read_metrics_keeps_prefixes_and_reads_on_from_an_offset(tmp_path):
     assert more["series"] == {"timing_s/step": [[2, 3.0]]} and more["bad_lines"] == 0
     assert more["end"] == os.path.getsize(path)
     assert read_metrics(str(path), prefixes=("val/",))["series"] == {"val/loss": [[1, 0.5]], "val/acc": [[1, 0.25]]}
+
+
+def test_a_runs_ledger_is_read_from_its_first_attempt_and_an_older_run_has_none(tmp_path):
+    from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_runs import read_ledger
+    ledger = {"version": 1, "run": "sft-1", "owner": "alice", "gpu_seconds_held": 60.0}
+    _write(tmp_path / "sft-1" / "logs" / "ledger.json", json.dumps(ledger))
+    _write(tmp_path / "sft-1-r1" / "config" / "controller.json", json.dumps({"run": "sft-1", "attempt": 1}))
+    _write(tmp_path / "old-1" / "config" / "job_spec.json", "{}")
+    _write(tmp_path / "bad-1" / "logs" / "ledger.json", json.dumps(["not", "a", "ledger"]))
+    assert read_ledger(str(tmp_path / "sft-1")) == ledger
+    assert read_ledger(str(tmp_path / "sft-1-r1")) == ledger
+    assert read_ledger(str(tmp_path / "old-1")) is None and read_ledger(str(tmp_path / "bad-1")) is None
+    assert read_run(str(tmp_path / "sft-1-r1"))["ledger"] == ledger
