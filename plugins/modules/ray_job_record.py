@@ -55,6 +55,13 @@ options:
         gets no record.
     type: bool
     default: false
+  ledger_only:
+    description:
+      - Only put the run's final ledger (C(logs/ledger.json) of its first attempt, written by the job controller once
+        the run ended) on its MLflow run, and nothing else - no Ray call, no file written. The job controller runs
+        the record playbook this way after a run's end, since the attempt's record came before the final ledger.
+    type: bool
+    default: false
 author: MVP project (@mvp)
 """
 
@@ -74,7 +81,7 @@ mlflow:
   type: str
 ledger_mlflow:
   description: What was put on the run's MLflow run from its ledger (C(ledger on <run id>) with the tags and how many metrics), or why not.
-  returned: when the job ended, the record was written and the run has a ledger.json
+  returned: when the job ended, the record was written and the run has a ledger.json; always with O(ledger_only)
   type: str
 job:
   description: Ray JobDetails of the job as read (null when Ray does not know the id; nothing is written then).
@@ -168,6 +175,9 @@ class RayJobRecord(JobModule):
         if not os.path.isdir(job_dir):
             self.module.fail_json(msg="job_dir %s does not exist: give the job's directory "
                                       "(<shared_root>/jobs/<submission_id>)" % job_dir)
+        if self.params["ledger_only"]:
+            ledger = None if self.module.check_mode else self.ledger_on_mlflow(job_dir)
+            self.module.exit_json(changed=False, ledger_mlflow=ledger if ledger is not None else "no ledger.json")
         job = self.info()
         if job is None and self.params["lost_with_head"]:
             job = {"submission_id": self.params["submission_id"], "status": LOST_STATUS,
@@ -226,6 +236,7 @@ def main():
             submission_id=dict(type="str", required=True),
             job_dir=dict(type="path", required=True),
             lost_with_head=dict(type="bool", default=False),
+            ledger_only=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

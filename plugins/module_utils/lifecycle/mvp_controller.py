@@ -321,6 +321,11 @@ def record_vars(submission_id, lost_with_head):
     return {"submit_job_collect_id": submission_id, "submit_job_lost_with_head": bool(lost_with_head)}
 
 
+def ledger_vars(run):
+    """The extra vars of the record playbook that only put ``run``'s final ledger on its MLflow run (dict)."""
+    return {"submit_job_collect_id": run, "submit_job_record_ledger_only": True}
+
+
 def start_vars(nxt):
     """The extra vars of the submit playbook (``playbooks/submit.yml``: the role ``submit_job``) that start the
     decided next attempt ``nxt`` (``mvp_restart.decide``'s ``next``), by the role's own input names (dict): its
@@ -1040,6 +1045,13 @@ class Controller(object):
             record["goodput"] = mvp_ledger.summary_line(ledger)
             _write_json(path, record)
             self.say("run %s: %s" % (state["run"], record["goodput"]))
+            if os.path.exists(attempt_file(self.config, state["run"], "mlflow_run")):
+                # the attempt's record (and its MLflow tags) came before this final ledger: put it on the MLflow run
+                ran = self.playbook(self.config["playbooks"]["record"], ledger_vars(state["run"]),
+                                    "ledger-" + state["run"])
+                if ran.get("rc") != 0:
+                    self.say("run %s: its ledger is not on its MLflow run: %s" % (state["run"], _playbook_failure(
+                        self.config["playbooks"]["record"], ran)))
         self.ledger_written.pop(state["run"], None)
         self.ledger_errors.pop(state["run"], None)
         self.ledgers.forget(os.path.join(jobs_dir(self.config), sid) for sid in state["attempts"])

@@ -1,6 +1,7 @@
 """ray_job_record against a fake of Ray's dashboard (Jobs REST API, State API): Ray's driver log and the status with the
 verdict written into the job directory (logs/ray_driver.log, logs/status.json); nothing in check mode."""
 import json
+import os
 
 from ansible_collections.mvp.ray.plugins.modules.ray_job_record import main
 
@@ -96,3 +97,16 @@ def test_a_later_attempt_finds_its_runs_ledger_in_the_first_attempt(fake_ray, cl
     (first / "logs" / "ledger.json").write_text(json.dumps({"version": 1, "run": "sft-1", "state": "running"}))
     # A ledger, but the run is untracked (no config/mlflow_run.json in its first attempt): nothing is sent.
     assert run_module(main, options)["ledger_mlflow"] == ""
+
+
+def test_ledger_only_writes_nothing_and_asks_ray_nothing(fake_ray, clock, run_module, tmp_path):
+    """ledger_only (the job controller after a run's end): the run's ledger to MLflow, no record, no Ray call."""
+    first = tmp_path / "jobs" / "sft-1"
+    (first / "logs").mkdir(parents=True)
+    options = {"address": ADDRESS, "submission_id": "sft-1", "job_dir": str(first), "ledger_only": True}
+    result = run_module(main, options)
+    assert result["changed"] is False and result["ledger_mlflow"] == "no ledger.json"
+    (first / "logs" / "ledger.json").write_text(json.dumps({"version": 1, "run": "sft-1", "state": "ended"}))
+    assert run_module(main, options)["ledger_mlflow"] == ""  # untracked: no config/mlflow_run.json
+    assert sorted(os.listdir(first / "logs")) == ["ledger.json"]
+    assert fake_ray.calls == []  # no request to Ray's dashboard

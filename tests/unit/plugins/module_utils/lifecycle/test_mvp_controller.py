@@ -38,7 +38,9 @@ class Playbooks(object):
     def __call__(self, playbook, extra_vars, ident):
         self.calls.append((os.path.basename(playbook), dict(extra_vars)))
         name = os.path.basename(playbook)
-        if name == "record.yml":
+        if name == "record.yml" and extra_vars.get("submit_job_record_ledger_only"):
+            pass  # only the run's ledger onto its MLflow run: no file of the job directory is written
+        elif name == "record.yml":
             sid = extra_vars["submit_job_collect_id"]
             status = "LOST" if extra_vars["submit_job_lost_with_head"] else self.fake.status_of(sid)
             write(mvp_controller.attempt_file(self.config, sid, "status"), dict(self.verdicts[sid], status=status))
@@ -840,3 +842,18 @@ def test_the_cluster_capacity_is_appended_once_a_minute_with_or_without_runs(con
     assert len(lines) == 3 and lines[-1]["interval_s"] == 0.0
     held = mvp_ledger_sum.cluster_gpu_seconds(config["shared_dir"], 0, now[0])
     assert held["gpu_seconds"] == 61.0 * gpus and held["node_seconds"] == 61.0 * len(alive)
+
+
+def test_a_tracked_runs_final_ledger_goes_to_its_mlflow_run_through_the_record_playbook(config, fake_ray):
+    """The attempt's record (and its MLflow tags) comes before the run's final ledger: once the run ended and its
+    ledger is written, the record playbook runs once more with ledger_only for the run; an untracked run has none."""
+    first_attempt(config, fake_ray, "SUCCEEDED")
+    write(mvp_controller.attempt_file(config, RUN, "mlflow_run"), {"run_id": "abc", "tracking_uri": "http://h:5000"})
+    verdict = {"verdict": "trained", "cause": None, "summary": "ok", "steps": {"last": 1},
+               "start_time": 1000000, "end_time": 1010000}
+    books = Playbooks(config, fake_ray, {RUN: verdict})
+    controller(config, books).tick()
+    assert read(mvp_controller.attempt_file(config, RUN, "ledger"))["state"] == "ended"
+    records = [extra for name, extra in books.calls if name == "record.yml"]
+    assert records == [{"submit_job_collect_id": RUN, "submit_job_lost_with_head": False},
+                       {"submit_job_collect_id": RUN, "submit_job_record_ledger_only": True}]
