@@ -30,8 +30,10 @@ The rules (every figure is GPU-seconds = wall seconds x the attempt's ``gpus``):
 
 * **held**: an attempt holds its GPUs from the gate's admission (``queue.json`` ``admitted_at_s``: its trainer may
   start; the wait before it is ``no_gpu.queue_wait_s``), else Ray's ``start_time``, else the entrypoint's ``start``
-  stamp; until Ray's ``end_time``, else the trainer's exit stamp, else ``continued.json``'s ``ended_at``; a
-  running attempt until ``now``. An attempt with neither start held nothing.
+  stamp; until the trainer's exit stamp (its GPUs are free then: what the entrypoint does after it - its verdict,
+  which waits up to 45 s for Ray to declare a node dead - holds none), else Ray's ``end_time``, else
+  ``continued.json``'s ``ended_at``; the earlier of the exit stamp and ``end_time`` when both exist; a running
+  attempt until ``now``. An attempt with neither start held nothing.
 * **startup**: held start -> the first step's stamp, minus that first step's own duration (``timing_s/step`` of
   that step when verl logged it, else the median of the attempt's plain step intervals: an estimate); the checkpoint
   load and verl's validation before training (its metrics line of step 0, which gets no step of its own) are in it.
@@ -442,10 +444,11 @@ def attempt_ledger(view, now, fate, notes):
 def _ended_at(view):
     """When an ended attempt ended (s since the epoch) from its files, or None (see the module's rules)."""
     end_ms = _num(view["status"].get("end_time"))
+    exit_at = view["stamps"]["exit"]
     if end_ms:
-        return end_ms / 1000.0
-    if view["stamps"]["exit"] is not None:
-        return view["stamps"]["exit"]
+        return min(end_ms / 1000.0, exit_at) if exit_at is not None else end_ms / 1000.0
+    if exit_at is not None:
+        return exit_at
     ended = _num(view["continued"].get("ended_at"))
     if ended:
         return ended / 1000.0 if ended > 1e11 else ended  # Ray's end_time is in ms

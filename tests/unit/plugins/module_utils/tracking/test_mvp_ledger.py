@@ -17,6 +17,7 @@ GPUS_PER_NODE, NODES = 2, 1
 GPUS = GPUS_PER_NODE * NODES
 S, T, C, G, H, E = 30.0, 10.0, 4.0, 7.0, 12.0, 5.0   # start-up, step, checkpoint, failure gap, heal, shutdown
 EPOCH = 1795900000.0
+VERDICT_S = 45.0  # the entrypoint's verdict after the trainer's exit (it waits for Ray to declare a node dead)
 
 
 def write(path, value):
@@ -46,7 +47,8 @@ def attempt(jobs, sid, start, stamps, end=None, verdict=None, cause=None, save_f
     write(os.path.join(folder, "config", "job_spec.json"), spec)
     lines = [{"event": "start", "at": start - 1.0}] + [{"step": n, "at": at} for n, at in stamps]
     if end is not None:
-        lines.append({"event": "trainer_exit", "at": end - 0.5, "code": 0 if verdict == "trained" else 1})
+        # the trainer exits at ``end`` (its GPUs are free); Ray ends the job after the entrypoint's verdict
+        lines.append({"event": "trainer_exit", "at": end, "code": 0 if verdict == "trained" else 1})
     write(os.path.join(folder, "logs", "steps.jsonl"), "".join(json.dumps(x) + "\n" for x in lines))
     rows = []
     for n, _at in stamps:
@@ -55,7 +57,7 @@ def attempt(jobs, sid, start, stamps, end=None, verdict=None, cause=None, save_f
     if end is not None:
         write(os.path.join(folder, "logs", "status.json"),
               {"status": "SUCCEEDED" if verdict == "trained" else "FAILED", "start_time": int(start * 1000),
-               "end_time": int(end * 1000), "verdict": verdict, "cause": cause,
+               "end_time": int((end + VERDICT_S) * 1000), "verdict": verdict, "cause": cause,
                "steps": {"resumed": resumed, "planned": 8, "last": stamps[-1][0] if stamps else None}})
     if gate:
         write(os.path.join(folder, "logs", "queue.json"),
@@ -308,3 +310,23 @@ def test_a_job_of_no_gpu_has_its_buckets_in_wall_seconds(tmp_path):
     want.update(startup=S, lost=4 * T, failure_gap=G)
     same(ledger["seconds"], want)
     same(ledger["attempts"][0]["seconds"], want)
+
+
+def test_the_entrypoints_verdict_after_the_trainers_exit_holds_no_gpu(tmp_path):
+    """Held ends at the trainer's exit stamp; Ray's end_time comes VERDICT_S later (the entrypoint's verdict), and
+    without the stamp (a node that died with the entrypoint) Ray's end_time is the end."""
+    jobs = str(tmp_path)
+    stamps = [(n, EPOCH + S + n * T) for n in range(1, 4)]
+    end = stamps[-1][1] + E
+    attempt(jobs, "run", EPOCH, stamps, end, "trained")
+    end_run(jobs, "run", True, ["run"], {"verdict": "trained", "cause": None})
+    ledger = mvp_ledger.compute_ledger(jobs, "run", end + 100)
+    assert ledger["seconds_held"] == pytest.approx(end - EPOCH)
+    same(ledger["buckets"], buckets(startup=S, productive=3 * T, shutdown=E))
+    path = os.path.join(jobs, "run", "logs", "steps.jsonl")
+    with open(path) as handle:
+        kept = [line for line in handle if "trainer_exit" not in line]
+    write(path, "".join(kept))
+    ledger = mvp_ledger.compute_ledger(jobs, "run", end + 100)
+    assert ledger["seconds_held"] == pytest.approx(end + VERDICT_S - EPOCH)
+    same(ledger["buckets"], buckets(startup=S, productive=3 * T, shutdown=E + VERDICT_S))
