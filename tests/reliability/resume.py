@@ -36,6 +36,7 @@ import signal
 import sys
 import time
 
+from ledger import check_closes, wait_for_ledger
 from faults import (CaseFailed, Cluster, Playbook, finish_playbook, mlflow_call, restart_forcing_change, run_cases,
                     start_playbook, suite_parser, write_figures)
 from suite import actors_of_class
@@ -285,6 +286,33 @@ def check_continued(case, run, attempts, facts, expected_base, cause="node_lost"
     case.seconds.setdefault("fault_to_first_new_step_s", []).extend(facts.get("fault_to_step_s", []))
     record_phases(case, attempts, facts)
     check_one_mlflow_run(case, attempts, base_last, base_loss)
+    check_run_ledger(case, attempts, facts)
+
+
+def check_run_ledger(case, attempts, facts):
+    """Issue 63: the run's ledger (its first attempt's ``logs/ledger.json``, written by the job controller) closes
+    within 1%; the steps it counts recomputed are the steps each attempt logged after the checkpoint its next attempt
+    continued from (the kill's last step - that step, this suite's facts); each continued attempt's failure gap is the
+    kill to Ray's end of the attempt (the kill came right after a step's line or its checkpoint, within 2 s); the heal
+    time between attempts is the job controller's own record (``logs/continued.json``)."""
+    ledger = wait_for_ledger(case, attempts[0].dir)
+    check_closes(case, ledger, attempts[0].id)
+    recomputed = sum(k["last_step"] - step for k, step in zip(facts["kills"], facts["expected_resume"])
+                     if k["job"] != attempts[-1].id)
+    case.check(ledger["steps"]["recomputed"] == recomputed, "ledger: %s steps recomputed, the attempts logged %d "
+               "after the checkpoints continued from" % (ledger["steps"]["recomputed"], recomputed))
+    heal = sum((read_json(os.path.join(a.dir, "logs", "continued.json")) or {}).get("heal_s") or 0 for a in attempts)
+    case.check(abs(ledger["no_gpu"]["heal_s"] - heal) < 0.05, "ledger: heal %s s, the controller's records say %s s"
+               % (ledger["no_gpu"]["heal_s"], heal))
+    for index, prev in enumerate(attempts[:-1]):
+        status = read_json(os.path.join(prev.dir, "logs", "status.json")) or {}
+        gap = (ledger["attempts"][index].get("seconds") or {}).get("failure_gap", -1)
+        expected = status.get("end_time", 0) / 1000.0 - facts["kills"][index]["at"]
+        case.check(abs(gap - expected) <= 2.0, "ledger: %s failure gap %.1f s, the kill to Ray's end %.1f s"
+                   % (prev.id, gap, expected))
+    case.note("ledger: goodput %.0f%%, %d steps recomputed, held %.0f GPU-s, unaccounted %.1f" % (
+        100 * (ledger.get("goodput") or 0), ledger["steps"]["recomputed"], ledger["gpu_seconds_held"],
+        ledger["buckets"]["unaccounted"]))
 
 
 def steps_per_epoch(job_dir):
