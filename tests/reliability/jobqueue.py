@@ -54,6 +54,7 @@ import sys
 import time
 
 from faults import CaseFailed, Cluster, finish_playbook, run_cases, start_playbook, suite_parser, write_figures
+from ledger import check_closes, wait_for_ledger
 from resume import baseline, metrics, wait_for_run_end
 from verdicts import WATCHDOG, Job, extra_vars, read_json
 
@@ -279,6 +280,34 @@ def case_shared_cluster(case):
                  "= alone" if base else "(not compared with the run alone: --no-alone)"))
 
 
+def check_preemption_ledgers(case, low, nxt, high, stopped, recomputed):
+    """Issue 63: the hand-over and the queue waits land on the right run. The victim's ledger: its first attempt's
+    time after its last step to its end is ``preemption`` (more than 0, at most the stop's time to Ray's end plus the
+    checkpoint's save), the steps it trained past the checkpoint are recomputed, and its next attempt's queue wait is
+    that attempt's own gate record; the preemptor's ledger: its own queue wait (it waited for the hand-over), none
+    of the victim's buckets. Both close within 1%."""
+    victim, urgent = wait_for_ledger(case, low.dir), wait_for_ledger(case, high.dir)
+    check_closes(case, victim, low.id)
+    check_closes(case, urgent, high.id)
+    first = (victim.get("attempts") or [{}])[0]
+    status = read_json(os.path.join(low.dir, "logs", "status.json")) or {}
+    bound = status.get("end_time", 0) / 1000.0 - stopped["at_s"]
+    handed = (first.get("seconds") or {}).get("preemption", 0)
+    case.check(0 < handed, "the victim's ledger: preemption %.1f s, expected more than 0" % handed)
+    case.check(victim["steps"]["recomputed"] == recomputed, "the victim's ledger: %s steps recomputed, it logged %d "
+               "past its checkpoint" % (victim["steps"]["recomputed"], recomputed))
+    for job, ledger, index in ((nxt, victim, 1), (high, urgent, 0)):
+        gate = queue_state(job)
+        own = (gate.get("admitted_at_s") or 0) - (gate.get("gate_started_s") or 0)
+        got = ((ledger.get("attempts") or [])[index:index + 1] or [{}])[0].get("queue_wait_s")
+        case.check(got is not None and abs(got - own) < 0.05, "%s: queue wait %s s in its run's ledger, its gate says "
+                   "%.1f s" % (job.id, got, own))
+    case.check(all(v == 0 for k, v in urgent["buckets"].items() if k in ("preemption", "recomputed")),
+               "the preemptor's ledger holds the victim's buckets: %s" % urgent["buckets"])
+    case.note("ledgers: %s preemption %.1f s (stop to Ray's end %.1f s), next attempt queued %.1f s; %s queued %.1f s"
+              % (low.id, handed, bound, victim["attempts"][-1]["queue_wait_s"], high.id, urgent["no_gpu"]["queue_wait_s"]))
+
+
 def case_preempted(case):
     """A low SFT run on both workers is preempted by a high GRPO run right after its next checkpoint, continues."""
     cluster = case.cluster
@@ -362,6 +391,7 @@ def case_preempted(case):
         base_loss = base[low_steps].get("train/loss")
         case.check(loss is not None and abs(loss - base_loss) <= 1e-6 * max(1.0, abs(base_loss)),
                    "%s final train/loss %s, the run alone %s" % (nxt.id, loss, base_loss))
+    check_preemption_ledgers(case, low, nxt, high, stopped, recomputed)
     # Figures: the wait for the checkpoint, the hand-over (the victim's stop to the preemptor's trainer start).
     gate = queue_state(high)
     wait_s = stopped["at_s"] - note["decided_at_s"]

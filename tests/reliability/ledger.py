@@ -13,11 +13,16 @@ Cases:
   to the job's exit (right after it: the entrypoint's verdict afterwards holds no GPU). The buckets close (sum =
   held) within 1%.
 
+* "ledger.yml sums": ``ledger.yml -e by=owner`` over a period holding whole runs only (from ``--mark``, a moment the
+  cluster ran nothing - "synthetic phases" writes it -, to now, after the runs of the other suites in CI): each
+  owner's row of ``ledger.csv`` equals the sums of that owner's runs' own ledgers.
+
 ``check_closes`` and ``wait_for_ledger`` are used by the resume and queue suites too (a real SFT run that lost a worker,
 a preempted run and its preemptor).
 
 Usage: python tests/reliability/ledger.py --inventory inventories/local --host-shared /srv/mvp/private [--only CASE ...]
 """
+import csv
 import json
 import os
 import sys
@@ -33,6 +38,8 @@ LEDGER_AFTER_END_S = 60
 # Phases of the synthetic run (seconds): two checkpoints (4, 8), the failure after step 9.
 PHASES = {"startup_s": 4, "steps": 12, "step_s": 1.5, "save_freq": 4, "save_s": 3, "fail_after": 9}
 TOLERANCE_S = 1.0
+# The synthetic run's owner (the request's `owner`): its own row in ledger.yml's table.
+SYNTHETIC_OWNER = "ledger-synthetic"
 RUN_TIMEOUT = 300
 
 
@@ -81,10 +88,15 @@ def check_closes(case, ledger, what):
 def case_synthetic(case):
     """A played run of known phases (see the module's docstring)."""
     from verdicts import Job  # pylint: disable=import-outside-toplevel
+    mark = case.shared.get("mark")
+    if mark and not os.path.exists(mark):
+        case.wait_jobs_idle()
+        with open(mark, "w", encoding="utf-8") as handle:
+            handle.write("%.3f\n" % time.time())
     job = Job(case, stamp("syn"))
     run = case.play("submit.yml", ["-e", "workload=selftest", "-e", "wait=false", "-e", "submission_id=" + job.id,
                                    "-e", json.dumps({"env_vars": {"MVP_SELFTEST_PHASES": json.dumps(PHASES)},
-                                                     "max_restarts": 0})],
+                                                     "max_restarts": 0, "owner": SYNTHETIC_OWNER})],
                     label="submit.yml selftest with phases")
     if run.rc != 0:
         raise CaseFailed("submit.yml rc=%s" % run.rc)
@@ -118,19 +130,78 @@ def case_synthetic(case):
     case.note("buckets (s): " + ", ".join("%s %.1f (made %.1f)" % (b, float(seconds.get(b, 0)), v)
                                           for b, v in sorted(expected.items())))
     check_closes(case, ledger, job.id)
-    case.check(ledger.get("owner"), "the ledger names no owner")
+    case.check(ledger.get("owner") == SYNTHETIC_OWNER, "the ledger's owner %r, submitted as %s"
+               % (ledger.get("owner"), SYNTHETIC_OWNER))
+
+
+def ended_ledgers(host_shared, since):
+    """The ended runs' ledgers (first attempts' ``logs/ledger.json``) submitted at or after ``since`` (list)."""
+    jobs, out = os.path.join(host_shared, "jobs"), []
+    for name in sorted(os.listdir(jobs)):
+        ledger = read_json(os.path.join(jobs, name, "logs", "ledger.json"))
+        if isinstance(ledger, dict) and ledger.get("state") == "ended" and (ledger.get("submitted_at") or 0) >= since:
+            out.append(ledger)
+    return out
+
+
+def case_ledger_yml_sums(case):
+    """ledger.yml over a period that holds whole runs only (from MARK, a moment the cluster ran nothing, to now):
+    each owner's row in ledger.csv equals the sums of that owner's runs' own ledgers (GPU-hours, runs, buckets)."""
+    case.wait_jobs_idle()
+    since = float(open(case.shared["mark"], encoding="utf-8").read()) if case.shared.get("mark") else None
+    if since is None:
+        raise CaseFailed("no --mark file: run 'synthetic phases' with --mark first, or give --mark of an earlier run")
+    time.sleep(LEDGER_AFTER_END_S // 4)  # the last run's ledger (at most 60 s after its end; usually the same pass)
+    until = time.time()
+    runs = [r for r in ended_ledgers(case.cluster.host_shared, since) if (r.get("ended_at") or until) <= until]
+    if not runs:
+        raise CaseFailed("no ended run submitted since %s" % time.strftime("%H:%M:%S", time.gmtime(since)))
+    stamp_fmt = "%Y-%m-%dT%H:%M:%SZ"
+    run = case.play("ledger.yml", ["-e", "since=" + time.strftime(stamp_fmt, time.gmtime(since)),
+                                   "-e", "until=" + time.strftime(stamp_fmt, time.gmtime(until + 1)),
+                                   "-e", "by=owner"], label="ledger.yml by owner")
+    if run.rc != 0:
+        raise CaseFailed("ledger.yml rc=%s" % run.rc)
+    reports = os.path.join(case.cluster.host_shared, "reports")
+    newest = max((os.path.join(reports, n) for n in os.listdir(reports) if n.startswith("ledger-")), key=os.path.getmtime)
+    with open(os.path.join(newest, "ledger.csv"), encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    groups = {r["name"]: r for r in rows if r["kind"] == "owner"}
+    owners = sorted(set(r.get("owner") or "(none)" for r in runs))
+    for owner in owners:
+        mine = [r for r in runs if (r.get("owner") or "(none)") == owner]
+        row = groups.get(owner)
+        if not case.check(row is not None, "ledger.csv has no row for owner %s (rows: %s)" % (owner, sorted(groups))):
+            continue
+        case.check(int(row["runs"]) == len(mine), "owner %s: %s runs in ledger.csv, %d ended in the period"
+                   % (owner, row["runs"], len(mine)))
+        columns = [("gpu_hours_held", "gpu_seconds_held", None)] + [("%s_gpu_hours" % b, "buckets", b) for b in BUCKETS]
+        for column, key, bucket in columns:
+            total = sum(float(r[key] if bucket is None else r[key][bucket]) for r in mine) / 3600.0
+            # ledger.csv rounds GPU-hours to 0.001
+            case.check(abs(float(row[column] or 0) - total) <= 0.0006, "owner %s: %s %s in ledger.csv, its runs add "
+                       "up to %.4f" % (owner, column, row[column], total))
+        case.note("%s: %d runs, %s GPU-h" % (owner, len(mine), row["gpu_hours_held"]))
 
 
 CASES = [
     ("synthetic phases", "each bucket within 1 s of the phases the job played; the buckets close within 1%",
      case_synthetic),
+    ("ledger.yml sums", "each owner's row of ledger.csv equals the sums of that owner's runs' ledgers",
+     case_ledger_yml_sums),
 ]
 
 
 def main():
     """Run the table and print it; return the exit code."""
-    args = suite_parser(__doc__, CASES).parse_args()
-    return run_cases(CASES, Cluster(args.inventory, args.host_shared), args.only, "ledger")
+    parser = suite_parser(__doc__, CASES)
+    parser.add_argument("--mark", default="", help="a file holding the period's start for 'ledger.yml sums' (seconds "
+                        "since the epoch); 'synthetic phases' writes it, once the cluster runs nothing, when absent")
+    args = parser.parse_args()
+
+    def prepare(case):
+        case.shared = {"mark": args.mark}
+    return run_cases(CASES, Cluster(args.inventory, args.host_shared), args.only, "ledger", prepare=prepare)
 
 
 if __name__ == "__main__":
