@@ -280,6 +280,9 @@ def case_shared_cluster(case):
                  "= alone" if base else "(not compared with the run alone: --no-alone)"))
 
 
+URGENT_OWNER = "queue-urgent"
+
+
 def check_preemption_ledgers(case, low, nxt, high, stopped, recomputed):
     """Issue 63: the hand-over and the queue waits land on the right run. The victim's ledger: its first attempt's
     time after its last step to its end is ``preemption`` (more than 0, at most the stop's time to Ray's end plus the
@@ -302,6 +305,8 @@ def check_preemption_ledgers(case, low, nxt, high, stopped, recomputed):
         got = ((ledger.get("attempts") or [])[index:index + 1] or [{}])[0].get("queue_wait_s")
         case.check(got is not None and abs(got - own) < 0.05, "%s: queue wait %s s in its run's ledger, its gate says "
                    "%.1f s" % (job.id, got, own))
+    case.check(urgent.get("owner") == URGENT_OWNER, "the preemptor's ledger names owner %r, submitted as %s"
+               % (urgent.get("owner"), URGENT_OWNER))
     case.check(all(v == 0 for k, v in urgent["buckets"].items() if k in ("preemption", "recomputed")),
                "the preemptor's ledger holds the victim's buckets: %s" % urgent["buckets"])
     case.note("ledgers: %s preemption %.1f s (stop to Ray's end %.1f s), next attempt queued %.1f s; %s queued %.1f s"
@@ -332,8 +337,9 @@ def case_preempted(case):
     wait_for("%s past its first checkpoint" % low.id, past_first_checkpoint, timeout=300)
     submitted = time.time()
     preemptor = case.shared.get("preemptor") or "grpo"
+    # its own owner (issue 63): ledger.yml's rows per owner (tests/reliability/ledger.py "ledger.yml sums") hold two
     submit(case, high, preemptor, SHORT_GRPO if preemptor == "grpo" else dict(SHORT, **{"trainer.nnodes": 1}),
-           ("-e", "priority=high", "-e", "submit_job_verl_checks=false"))
+           ("-e", "priority=high", "-e", "submit_job_verl_checks=false", "-e", "owner=" + URGENT_OWNER))
     note = wait_for("%s's preemption decided" % low.id, lambda: read_json(os.path.join(low.dir, "logs", "preempt.json")))
     case.check(note.get("by") == high.id and note.get("by_priority") == 100 and note.get("priority") == -100,
                "%s's preempt.json %s, expected by %s (100 over -100)" % (low.id, note, high.id))

@@ -146,14 +146,17 @@ def ended_ledgers(host_shared, since):
 
 def case_ledger_yml_sums(case):
     """ledger.yml over a period that holds whole runs only (from MARK, a moment the cluster ran nothing, to now):
-    each owner's row in ledger.csv equals the sums of that owner's runs' own ledgers (GPU-hours, runs, buckets)."""
+    each owner's row in ledger.csv equals the sums of that owner's runs' own ledgers (GPU-hours, runs, buckets) - the
+    runs that held GPUs."""
     case.wait_jobs_idle()
     since = float(open(case.shared["mark"], encoding="utf-8").read()) if case.shared.get("mark") else None
     if since is None:
         raise CaseFailed("no --mark file: run 'synthetic phases' with --mark first, or give --mark of an earlier run")
     time.sleep(LEDGER_AFTER_END_S // 4)  # the last run's ledger (at most 60 s after its end; usually the same pass)
     until = time.time()
-    runs = [r for r in ended_ledgers(case.cluster.host_shared, since) if (r.get("ended_at") or until) <= until]
+    # ledger.yml counts the runs that held GPUs (a script job such as the selftest holds none)
+    runs = [r for r in ended_ledgers(case.cluster.host_shared, since)
+            if (r.get("ended_at") or until) <= until and (r.get("gpu_seconds_held") or 0) > 0]
     if not runs:
         raise CaseFailed("no ended run submitted since %s" % time.strftime("%H:%M:%S", time.gmtime(since)))
     stamp_fmt = "%Y-%m-%dT%H:%M:%SZ"
