@@ -56,7 +56,8 @@ options:
     type: dict
   secrets:
     description:
-      - The configuration's secret keys (C(ray_auth_token), C(env)), merged into it; never shown in Ansible output.
+      - The configuration's secret keys (C(ray_auth_token), C(env), C(webhooks) - their signing keys), merged into it;
+        never shown in Ansible output.
     type: dict
     default: {}
   init:
@@ -118,6 +119,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import is_
 from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_service import (
     log_tail, paths, read_spec, running_pid, start, stop)
 from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_run_state import heartbeat_file
+from ansible_collections.mvp.ray.plugins.module_utils.notify.mvp_notify import NotifyError, check_endpoints
 
 MODULE = "ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_controller"
 SERVICE = "controller"
@@ -209,7 +211,11 @@ def main():
         module.exit_json(changed=True, pid=None, reason="stopped (runs stay in their job directories)", **result)
 
     config = dict(params["config"], name=name, state_dir=state_dir)
-    config.update({k: params["secrets"][k] for k in ("ray_auth_token", "env") if k in params["secrets"]})
+    config.update({k: params["secrets"][k] for k in ("ray_auth_token", "env", "webhooks") if k in params["secrets"]})
+    try:
+        check_endpoints(config.get("webhooks"), "job_controller_webhooks")
+    except NotifyError as exc:
+        module.fail_json(msg="ray_job_controller: %s" % exc, **result)
     for key in ("shared_dir", "project_dir"):
         if not os.path.isdir(str(config.get(key) or "")):
             module.fail_json(msg="ray_job_controller: config.%s %r is not a folder on this host: the controller host "
