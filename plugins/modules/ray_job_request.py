@@ -176,6 +176,13 @@ request:
           false.
         type: bool
         returned: with I(catalog)
+      notify:
+        description: >-
+          Webhooks told what happens to the run: a URL (http/https; the controller's host, 127.0.0.1, allowed), or
+          a list of {url, format (json, slack), events, checkpoint_every, name}; no secret (job_controller_webhooks
+          holds signed ones). Default: [].
+        type: list
+        returned: with I(catalog)
 given_id:
   description: The submission id the user gave (empty when generated); a repeat group is named by it.
   type: str

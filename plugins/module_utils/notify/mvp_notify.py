@@ -41,6 +41,7 @@ import urllib.parse
 import urllib.request
 
 from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_files import read_json, write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import job_file
 from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_runs import latest_checkpoint, read_metrics
 
 EVENTS = ("run_ended", "attempt_continued", "run_preempted", "run_stopped", "queue_waiting", "checkpoint")
@@ -291,20 +292,20 @@ def build_event(kind, run, attempt, attempt_dir, key, now, detail=None, verdict=
         planned}, metrics {name: value}, checkpoint, job_dir, mlflow_run, evidence [str], detail``.
     """
     if verdict is None:
-        verdict = read_json(os.path.join(attempt_dir, "logs", "status.json"))
+        verdict = read_json(job_file(attempt_dir, "status"))
     if spec is None:
-        spec = read_json(os.path.join(attempt_dir, "config", "job_spec.json"))
+        spec = read_json(job_file(attempt_dir, "job_spec"))
     request = spec.get("request") if isinstance(spec.get("request"), dict) else {}
     steps = verdict.get("steps") if isinstance(verdict.get("steps"), dict) else {}
-    metrics_file = os.path.join(attempt_dir, "logs", "metrics.jsonl")
+    metrics_file = job_file(attempt_dir, "metrics")
     trained = steps.get("last")
     if trained is None and os.path.exists(metrics_file):
         trained = read_metrics(metrics_file, [])["last_step"] or None
-    newest = latest_checkpoint(os.path.join(attempt_dir, "checkpoints")) or {}
+    newest = latest_checkpoint(job_file(attempt_dir, "checkpoints")) or {}
     checkpoint = newest.get("path") if newest.get("step") is not None else None
     if checkpoint and node_path:
         checkpoint = node_path(checkpoint)
-    mlflow = read_json(os.path.join(attempt_dir, "config", "mlflow_run.json"))
+    mlflow = read_json(job_file(attempt_dir, "mlflow_run"))
     clean = (lambda text: None if text is None else _line(text, secrets))
     return {
         "event": kind, "event_id": event_id(run, attempt, kind, key), "at": _stamp(now), "at_s": round(now, 3),
