@@ -7,7 +7,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue controller-content bench bench-scale bench-train bench-resume bench-queue bench-controller bench-mlflow matrix matrix-ci mlflow-screenshot
+.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue controller-content notify bench bench-scale bench-train bench-resume bench-queue bench-controller bench-mlflow matrix matrix-ci mlflow-screenshot
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -73,6 +73,10 @@ matrix-ci: setup engine ## The matrix's CI subset (GRPO with KL loss and its res
 controller-content: setup engine ## The job controller runs what its role installed: a code change restarts it mid-run; the collection installed into a fresh folder runs site and submit from there
 	ansible-playbook site.yml
 	python tests/reliability/controller_content.py --inventory inventories/local --host-shared /srv/mvp/private
+
+notify: setup engine ## Webhooks against the local cluster: a receiver on this host's loopback gets each run's verdict within 10 s; the controller killed before a send; the receiver 503 then 200
+	ansible-playbook site.yml
+	python tests/reliability/notify.py --inventory inventories/local --host-shared /srv/mvp/private
 
 queue: setup engine ## Queue table against the local cluster: jobs of three shapes and priorities at once, a too-big one, preemption after a checkpoint, a busy start
 	ansible-playbook site.yml
