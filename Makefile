@@ -7,7 +7,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue controller-content notify bench bench-scale bench-train bench-resume bench-queue bench-controller bench-mlflow matrix matrix-ci mlflow-screenshot
+.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue controller-content notify bench bench-scale bench-train bench-resume bench-queue bench-controller bench-notify bench-mlflow matrix matrix-ci mlflow-screenshot
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -93,6 +93,9 @@ bench-resume: setup engine ## A lost worker: each phase to the next attempt's fi
 bench-controller: setup engine ## The job controller's memory and head requests per minute with 1 and 20 runs (bench/results/controller.json)
 	ansible-playbook site.yml
 	python bench/controller.py --runs 20
+
+bench-notify: setup ## Webhooks at the unit level: verdict to first delivery attempt with 1 and 20 runs, the pass while a receiver hangs (bench/results/notify.json)
+	python bench/notify.py --rounds 30 --out bench/results/notify.json
 
 bench-request: setup ## The strict request reader against yaml.safe_load, and its refusals of hostile documents (bench/results/request_read.json)
 	python bench/request_read.py --repeat 100
