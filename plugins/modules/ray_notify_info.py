@@ -15,7 +15,7 @@ description:
     4xx answer other than 429), with the newest error per endpoint.
   - An endpoint is shown by its URL without user info, query or fragment (a token in a URL stays out of the output).
   - Read-only; supports check mode. Runs where the shared storage is (the head, in C(status.yml)).
-version_added: 0.3.0
+version_added: 0.2.0
 extends_documentation_fragment:
   - mvp.ray.attributes
   - mvp.ray.attributes.info_module

@@ -531,8 +531,8 @@ class Derived(str):
 
 class RequestKey(collections.namedtuple("RequestKey", "name type default rule check")):
     """One request key: ``name``; ``type`` (``str``, ``dict``, ``int``, ``bool`` or ``list``, as in an Ansible argument
-    spec; a ``list`` key's rule may take a text too, ``notify``); ``default`` when the request gives none (a value, which the rule gets; or a :class:`Setting` or a
-    :class:`Derived`, which the rule resolves); ``rule`` (str, what a value must be: docs/jobs.md shows it);
+    spec; a ``list`` key's rule may take a text too, ``notify``); ``default`` when the request gives none (a value,
+    which the rule gets; or a :class:`Setting` or a :class:`Derived`, which the rule resolves); ``rule`` (str, what a value must be: docs/jobs.md shows it);
     ``check`` (function ``(value, request, checking) -> normalised value``: ``value`` already of ``type``, the
     table's default, or None; ``request`` the keys normalised before it; ``checking`` a :class:`_Checking`)."""
 
