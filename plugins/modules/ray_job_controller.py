@@ -56,7 +56,8 @@ options:
     type: dict
   secrets:
     description:
-      - The configuration's secret keys (C(ray_auth_token), C(env), C(webhooks) - their signing keys), merged into it;
+      - The configuration's secret keys (C(ray_auth_token), C(env)), merged into it, and C(webhook_addresses) - the
+        C(url) and C(secret) of each webhook of I(config.webhooks), by position (a chat webhook's URL is its token);
         never shown in Ansible output.
     type: dict
     default: {}
@@ -211,7 +212,15 @@ def main():
         module.exit_json(changed=True, pid=None, reason="stopped (runs stay in their job directories)", **result)
 
     config = dict(params["config"], name=name, state_dir=state_dir)
-    config.update({k: params["secrets"][k] for k in ("ray_auth_token", "env", "webhooks") if k in params["secrets"]})
+    config.update({k: params["secrets"][k] for k in ("ray_auth_token", "env") if k in params["secrets"]})
+    addresses = params["secrets"].get("webhook_addresses")
+    if addresses is not None:  # each webhook's url and secret, by position (they never show in Ansible's output)
+        hooks = list(config.get("webhooks") or [])
+        if not isinstance(addresses, list) or len(addresses) != len(hooks):
+            module.fail_json(msg="ray_job_controller: secrets.webhook_addresses must list one {url, secret} per "
+                                 "webhook of config.webhooks (the role job_controller writes both from "
+                                 "job_controller_webhooks)", **result)
+        config["webhooks"] = [dict(hook, **(address or {})) for hook, address in zip(hooks, addresses)]
     try:
         check_endpoints(config.get("webhooks"), "job_controller_webhooks")
     except NotifyError as exc:
