@@ -469,18 +469,24 @@ class Outbox(object):
         else:
             write_text_atomic(os.path.join(self.folder, name), text, mode=0o600)
 
-    def entries(self, skip=()):
-        """Every entry in the outbox folder (not ``done/``) as (name, dict), names in ``skip`` not read."""
+    def names(self):
+        """The file names of the entries in the outbox folder (not ``done/``), sorted (list of str)."""
         try:
-            names = sorted(n for n in os.listdir(self.folder) if n.endswith(".json") and not n.startswith("."))
+            return sorted(n for n in os.listdir(self.folder) if n.endswith(".json") and not n.startswith("."))
         except OSError:
             return []
+
+    def read(self, name):
+        """The entry of file ``name`` (dict; {} when it is gone or unreadable)."""
+        entry = read_json(os.path.join(self.folder, name))
+        return entry if entry.get("id") else {}
+
+    def entries(self, skip=()):
+        """Every entry in the outbox folder (not ``done/``) as (name, dict), names in ``skip`` not read."""
         out = []
-        for name in names:
-            if name in skip:
-                continue
-            entry = read_json(os.path.join(self.folder, name))
-            if entry.get("id"):
+        for name in self.names():
+            entry = {} if name in skip else self.read(name)
+            if entry:
                 out.append((name, entry))
         return out
 
@@ -617,6 +623,7 @@ class Sender(object):
         self.lock = threading.Lock()
         self.in_flight = {}   # file name -> URL
         self.final = set()    # names refused or expired: not read again
+        self.due = {}         # file name -> next_try_at of a pending entry read once (a scan reads only due ones)
         self.thread = None
         self.pruned_at = 0.0
         self.first_try = {}   # event id -> seconds of its first try (bench)
@@ -662,13 +669,24 @@ class Sender(object):
             for url in self.in_flight.values():
                 per_url[url] = per_url.get(url, 0) + 1
         next_due = now + 1.0
-        for name, entry in self.outbox.entries(skip=busy | self.final):
+        names = self.outbox.names()
+        with self.lock:
+            for gone in set(self.due) - set(names):
+                self.due.pop(gone, None)
+        for name in names:
+            if name in busy or name in self.final:
+                continue
+            if self.due.get(name, 0) > now:
+                next_due = min(next_due, self.due[name])
+                continue
+            entry = self.outbox.read(name)
             if entry.get("state") != "pending":
                 if entry.get("state") in ("refused", "expired"):
                     self.final.add(name)
                 continue
-            if entry.get("next_try_at", 0) > now:
-                next_due = min(next_due, entry["next_try_at"])
+            self.due[name] = float(entry.get("next_try_at") or 0)
+            if self.due[name] > now:
+                next_due = min(next_due, self.due[name])
                 continue
             url = (entry.get("endpoint") or {}).get("url")
             if per_url.get(url, 0) >= self.per_endpoint:
@@ -680,12 +698,21 @@ class Sender(object):
         return next_due
 
     def _deliver(self, name, entry):
+        state = None
         try:
-            self.deliver(entry)
+            state = self.deliver(entry)
         except Exception as exc:  # pylint: disable=broad-except
             self.say("notify: delivering %s failed: %s: %s" % (name, type(exc).__name__, exc))
         finally:
             with self.lock:
+                if state == "pending":
+                    self.due[name] = float(entry["next_try_at"])
+                elif state is None:  # the try or its record failed (the storage?): not again before the first pause
+                    self.due[name] = self.clock() + self.first_backoff_s
+                else:
+                    self.due.pop(name, None)
+                    if state in ("refused", "expired"):
+                        self.final.add(name)
                 self.in_flight.pop(name, None)
             self.wakeup.set()
 

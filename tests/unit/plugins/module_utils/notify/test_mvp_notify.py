@@ -385,3 +385,20 @@ def test_the_fault_point_kills_the_process_after_the_write(tmp_path):
                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)), check=False)
     assert ran.returncode == -9 and "survived" not in ran.stdout
     assert not fault.exists() and len(os.listdir(folder)) == 1
+
+
+def test_a_try_whose_record_cannot_be_written_is_not_repeated_at_once(tmp_path, receivers):
+    receiver = receivers()
+    folder = str(tmp_path / "outbox")
+    outbox = mvp_notify.Outbox(folder)
+    outbox.put({"event_id": "e", "at_s": time.time()}, endpoints(receiver.url))
+
+    def broken(entry):
+        raise OSError("the shared storage is gone")
+    outbox.save = broken
+    sender = mvp_notify.Sender(outbox, first_backoff_s=0.5, max_backoff_s=1, timeout_s=2).start()
+    try:
+        time.sleep(0.8)
+    finally:
+        sender.stop()
+    assert 1 <= len(receiver.requests) <= 2  # one try, maybe its retry after the first pause; no tight loop
