@@ -42,6 +42,12 @@ PENDING past ``pending_timeout_s`` (:meth:`Controller.check_pending`), a placeme
 Causes come from facts: the head is lost when its container is gone or stopped (the Docker API) or its dashboard
 refuses or drops the connection (``mvp_ray_rest.RayUnreachable``), typed where it is detected.
 
+People are told through webhooks (issue 64, module_utils ``notify/mvp_notify``): :meth:`Controller.notify` writes
+each event (a run ended, an attempt continued or preempted, an attempt stopped by a deadline, a long wait in the
+queue, a checkpoint) into ``<shared>/controller/outbox/`` before anything is sent, for the inventory's ``webhooks``
+and the request's ``notify``; a sender thread started by :func:`serve` delivers the outbox at least once, off the
+pass.
+
 Entry points (``python -m ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_controller``): ``run
 --config FILE`` (the controller), ``keep --dir DIR`` (the keeper that starts it again when it dies, on a
 host without systemd; ``mvp_service.keep``), ``heal --config FILE`` (the cluster playbook once, exactly as
