@@ -1101,7 +1101,8 @@ class Controller(object):
                 cause=cause)
             self.outbox.put(event, todo)
             self.wake()
-        except Exception as exc:  # pylint: disable=broad-except  (telling people never stops following runs)
+        # Telling people never stops following runs.
+        except Exception as exc:  # pylint: disable=broad-except
             self.say("%s: the event %s could not be written to the outbox: %s: %s"
                      % (attempt, kind, type(exc).__name__, exc))
 

@@ -306,7 +306,9 @@ def build_event(kind, run, attempt, attempt_dir, key, now, detail=None, verdict=
     if checkpoint and node_path:
         checkpoint = node_path(checkpoint)
     mlflow = read_json(job_file(attempt_dir, "mlflow_run"))
-    clean = (lambda text: None if text is None else _line(text, secrets))
+
+    def clean(text):
+        return None if text is None else _line(text, secrets)
     return {
         "event": kind, "event_id": event_id(run, attempt, kind, key), "at": _stamp(now), "at_s": round(now, 3),
         "run": run, "attempt": attempt, "workload": spec.get("workload"),
@@ -581,7 +583,8 @@ def post(url, body, headers, timeout=TIMEOUT_S, opener=None):
         if isinstance(reason, socket.timeout) or isinstance(exc, socket.timeout):
             return None, "no answer within %.0f s" % timeout, None
         return None, "%s: %s" % (type(reason).__name__, reason), None
-    except Exception as exc:  # pylint: disable=broad-except  (http.client's own errors: BadStatusLine, IncompleteRead)
+    # http.client's own errors (BadStatusLine, IncompleteRead) are no OSError: the try failed all the same.
+    except Exception as exc:  # pylint: disable=broad-except
         return None, "%s: %s" % (type(exc).__name__, exc), None
 
 
@@ -651,7 +654,8 @@ class Sender(object):
         while not self.stopping.is_set():
             try:
                 due = self.scan()
-            except Exception as exc:  # pylint: disable=broad-except  (the sender must outlive a bad file)
+            # The sender must outlive a bad file.
+            except Exception as exc:  # pylint: disable=broad-except
                 self.say("notify: the outbox scan failed: %s: %s" % (type(exc).__name__, exc))
                 due = self.clock() + 1.0
             self.wakeup.wait(max(0.005, min(1.0, due - self.clock())))
