@@ -558,7 +558,8 @@ def retry_after_s(value, now):
 
 
 def post(url, body, headers, timeout=TIMEOUT_S, opener=None):
-    """One POST through ``urllib.request``; returns ``(status, error, retry_after)``.
+    """One POST through ``urllib.request`` (redirects not followed; the environment's proxy, but not for a loopback
+    address); returns ``(status, error, retry_after)``.
 
     :returns: ``status`` int (the HTTP status) or None (no answer), ``error`` str or None (what failed: the status
         line, or the connection's error), ``retry_after`` str or None (the header of a 429 or 503).
@@ -566,7 +567,11 @@ def post(url, body, headers, timeout=TIMEOUT_S, opener=None):
     request = urllib.request.Request(url, data=body, method="POST",
                                      headers=dict(headers, **{"Content-Type": "application/json",
                                                               "User-Agent": "mvp-job-controller"}))
-    opener = opener or urllib.request.build_opener(_NoRedirect())
+    if opener is None:
+        host = urllib.parse.urlsplit(url).hostname or ""
+        # The environment's proxy (http_proxy) serves the outside; a relay on this host is reached directly.
+        local = host in ("localhost", "::1") or host.startswith("127.")
+        opener = urllib.request.build_opener(_NoRedirect(), *([urllib.request.ProxyHandler({})] if local else []))
     try:
         with opener.open(request, timeout=timeout) as answer:
             answer.read(65536)

@@ -402,3 +402,16 @@ def test_a_try_whose_record_cannot_be_written_is_not_repeated_at_once(tmp_path, 
     finally:
         sender.stop()
     assert 1 <= len(receiver.requests) <= 2  # one try, maybe its retry after the first pause; no tight loop
+
+
+def test_a_loopback_receiver_is_reached_past_the_environments_proxy(receivers, monkeypatch):
+    receiver = receivers()
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert mvp_notify.post(receiver.url, b"{}", {}, 2.0)[0] == 200
+
+
+def test_a_redirect_is_a_refusal_not_followed(receivers):
+    receiver = receivers(lambda n, h: 302)
+    status, error, _retry = mvp_notify.post(receiver.url, b"{}", {}, 2.0)
+    assert status == 302 and not mvp_notify.retryable(status) and "302" in error and len(receiver.requests) == 1
