@@ -7,7 +7,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue controller-content bench bench-scale bench-train bench-resume bench-queue bench-controller bench-ledger bench-mlflow matrix matrix-ci mlflow-screenshot
+.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue controller-content notify bench bench-scale bench-train bench-resume bench-queue bench-controller bench-ledger bench-notify bench-mlflow matrix matrix-ci mlflow-screenshot
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -74,6 +74,10 @@ controller-content: setup engine ## The job controller runs what its role instal
 	ansible-playbook site.yml
 	python tests/reliability/controller_content.py --inventory inventories/local --host-shared /srv/mvp/private
 
+notify: setup engine ## Webhooks against the local cluster: a receiver on this host's loopback gets each run's verdict within 10 s; the controller killed before a send; the receiver 503 then 200
+	ansible-playbook site.yml
+	python tests/reliability/notify.py --inventory inventories/local --host-shared /srv/mvp/private
+
 queue: setup engine ## Queue table against the local cluster: jobs of three shapes and priorities at once, a too-big one, preemption after a checkpoint, a busy start
 	ansible-playbook site.yml
 	python tests/reliability/jobqueue.py --inventory inventories/local --host-shared /srv/mvp/private
@@ -89,6 +93,9 @@ bench-resume: setup engine ## A lost worker: each phase to the next attempt's fi
 bench-controller: setup engine ## The job controller's memory and head requests per minute with 1 and 20 runs (bench/results/controller.json)
 	ansible-playbook site.yml
 	python bench/controller.py --runs 20
+
+bench-notify: setup ## Webhooks at the unit level: verdict to first delivery attempt with 1 and 20 runs, the pass while a receiver hangs (bench/results/notify.json)
+	python bench/notify.py --rounds 30 --out bench/results/notify.json
 
 bench-request: setup ## The strict request reader against yaml.safe_load, and its refusals of hostile documents (bench/results/request_read.json)
 	python bench/request_read.py --repeat 100

@@ -56,7 +56,9 @@ options:
     type: dict
   secrets:
     description:
-      - The configuration's secret keys (C(ray_auth_token), C(env)), merged into it; never shown in Ansible output.
+      - The configuration's secret keys (C(ray_auth_token), C(env)), merged into it, and C(webhook_addresses) - the
+        C(url) and C(secret) of each webhook of I(config.webhooks), by position (a chat webhook's URL is its token);
+        never shown in Ansible output.
     type: dict
     default: {}
   init:
@@ -118,6 +120,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import is_
 from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_service import (
     log_tail, paths, read_spec, running_pid, start, stop)
 from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_run_state import heartbeat_file
+from ansible_collections.mvp.ray.plugins.module_utils.notify.mvp_notify import NotifyError, check_endpoints
 
 MODULE = "ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_controller"
 SERVICE = "controller"
@@ -210,6 +213,18 @@ def main():
 
     config = dict(params["config"], name=name, state_dir=state_dir)
     config.update({k: params["secrets"][k] for k in ("ray_auth_token", "env") if k in params["secrets"]})
+    addresses = params["secrets"].get("webhook_addresses")
+    if addresses is not None:  # each webhook's url and secret, by position (they never show in Ansible's output)
+        hooks = list(config.get("webhooks") or [])
+        if not isinstance(addresses, list) or len(addresses) != len(hooks):
+            module.fail_json(msg="ray_job_controller: secrets.webhook_addresses must list one {url, secret} per "
+                                 "webhook of config.webhooks (the role job_controller writes both from "
+                                 "job_controller_webhooks)", **result)
+        config["webhooks"] = [dict(hook, **(address or {})) for hook, address in zip(hooks, addresses)]
+    try:
+        check_endpoints(config.get("webhooks"), "job_controller_webhooks")
+    except NotifyError as exc:
+        module.fail_json(msg="ray_job_controller: %s" % exc, **result)
     for key in ("shared_dir", "project_dir"):
         if not os.path.isdir(str(config.get(key) or "")):
             module.fail_json(msg="ray_job_controller: config.%s %r is not a folder on this host: the controller host "

@@ -192,6 +192,13 @@ request:
           A label: at most 64 letters, digits, '.', '_', '-' (the ledger's project). Default: none.
         type: str
         returned: with I(catalog)
+      notify:
+        description: >-
+          Webhooks told what happens to the run: a URL (http/https; the controller's host, 127.0.0.1, allowed), or
+          a list of {url, format (json, slack), events, checkpoint_every, name}; no secret (job_controller_webhooks
+          holds signed ones). Default: [].
+        type: list
+        returned: with I(catalog)
 given_id:
   description: The submission id the user gave (empty when generated); a repeat group is named by it.
   type: str

@@ -47,6 +47,12 @@ PENDING past ``pending_timeout_s`` (:meth:`Controller.check_pending`), a placeme
 Causes come from facts: the head is lost when its container is gone or stopped (the Docker API) or its dashboard
 refuses or drops the connection (``mvp_ray_rest.RayUnreachable``), typed where it is detected.
 
+People are told through webhooks (issue 64, module_utils ``notify/mvp_notify``): :meth:`Controller.notify` writes
+each event (a run ended, an attempt continued or preempted, an attempt stopped by a deadline, a long wait in the
+queue, a checkpoint) into ``<shared>/controller/outbox/`` before anything is sent, for the inventory's ``webhooks``
+and the request's ``notify``; a sender thread started by :func:`serve` delivers the outbox at least once, off the
+pass.
+
 Entry points (``python -m ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_controller``): ``run
 --config FILE`` (the controller), ``keep --dir DIR`` (the keeper that starts it again when it dies, on a
 host without systemd; ``mvp_service.keep``), ``heal --config FILE`` (the cluster playbook once, exactly as
@@ -82,6 +88,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.tracking import mvp_ledger
 from ansible_collections.mvp.ray.plugins.module_utils.tracking import mvp_ledger_sum
 from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_runs import latest_checkpoint
 from ansible_collections.mvp.ray.plugins.module_utils.lifecycle.mvp_verdict import stopped_while_pending
+from ansible_collections.mvp.ray.plugins.module_utils.notify import mvp_notify
 
 HANDOFF_GRACE_S = 120
 """Seconds a handed-over attempt may be unknown to Ray (its directory is made just before its submission)."""
@@ -140,6 +147,10 @@ DEFAULTS = {
     "env": {},
     "ray_auth_token": "",
     "playbooks": {},
+    "webhooks": [],
+    "notify_queue_wait_s": 1800,
+    "notify_retry_for_s": 86400,
+    "key_metrics": {},
 }
 """The configuration's optional keys and their values when the file lacks them: the one table of the controller's
 defaults. The role ``job_controller`` writes every key from the setting SETTINGS names; a unit test checks that
@@ -160,10 +171,14 @@ SETTINGS = {
     "host_key_checking": "job_controller_host_key_checking",
     "env": "job_controller_env",
     "ray_auth_token": "job_controller_ray_auth_token",
+    "webhooks": "job_controller_webhooks",
+    "notify_queue_wait_s": "job_controller_notify_queue_wait_s",
+    "notify_retry_for_s": "job_controller_notify_retry_for_s",
 }
 """The inventory setting each optional key of the configuration comes from (``roles/job_controller/tasks/main.yml``);
 ``playbooks`` is not a setting (tests point it elsewhere), nor are ``collections_path`` and ``content`` (what the role
-installed: ``roles/job_controller/tasks/install.yml``)."""
+installed: ``roles/job_controller/tasks/install.yml``), nor ``key_metrics`` (the catalog's ``metrics`` of each workload,
+``mvp_workloads``)."""
 
 PLAYBOOKS = {"heal": "playbooks/cluster.yml", "record": "playbooks/record.yml", "submit": "playbooks/submit.yml"}
 """The playbooks of the checkout the controller runs: the heal, the record of an ended attempt, the start of the next
@@ -189,11 +204,16 @@ def load_config(path):
     ``worker_resource`` (str), ``workers`` (list of str: the worker containers on a docker host, [] elsewhere;
     a worker whose container exited stops the attempts on its node at once), ``host_key_checking`` (bool), ``env``
     (dict str -> str passed to every playbook: the inventory's secrets from the environment, never logged),
-    ``playbooks`` (dict: ``heal``, ``record``, ``submit``; PLAYBOOKS).
+    ``playbooks`` (dict: ``heal``, ``record``, ``submit``; PLAYBOOKS), ``webhooks`` (list of endpoints,
+    ``mvp_notify.check_endpoints``: url, format, events, secret, checkpoint_every, name), ``notify_queue_wait_s``
+    (seconds an attempt may wait in the queue before the event ``queue_waiting``; 0: never), ``notify_retry_for_s``
+    (seconds a delivery is retried), ``key_metrics`` (dict workload -> list of its catalog ``metrics``, names or
+    ``{key}`` mappings: the final metrics of an event).
 
     :param path: str.
     :returns: dict with the defaults filled in.
-    :raises ConfigError: the file cannot be read, or a required key is missing (named).
+    :raises ConfigError: the file cannot be read, a required key is missing (named), or a webhook is refused
+        (``job_controller_webhooks[i].<key>``).
     """
     try:
         with open(path, encoding="utf-8") as handle:
@@ -208,6 +228,11 @@ def load_config(path):
     for key, value in DEFAULTS.items():
         config.setdefault(key, copy.deepcopy(value))  # the table's lists and dicts are not shared
     config["playbooks"] = dict(PLAYBOOKS, **config["playbooks"])
+    try:
+        config["webhooks"] = mvp_notify.check_endpoints(config["webhooks"], "job_controller_webhooks")
+    except mvp_notify.NotifyError as exc:
+        raise ConfigError("controller configuration %s: %s (set it in the inventory and run site.yml again)"
+                          % (path, exc))
     return config
 
 
@@ -375,6 +400,11 @@ class Controller(object):
         self.ledger_written = {}
         self.ledger_errors = {}
         self.capacity_at = None
+        controller_dir = os.path.join(config["shared_dir"], "controller")
+        self.outbox = mvp_notify.Outbox(mvp_notify.outbox_dir(config["shared_dir"]), clock,
+                                        fault_file=os.path.join(controller_dir, mvp_notify.FAULT_FILE))
+        self.wake = lambda: None  # the sender's wake-up (serve starts the sender)
+        self.request_endpoints = {}  # attempt -> its request's endpoints (config/job_spec.json's request.notify)
 
     # -- the head ------------------------------------------------------------------------------------------
 
@@ -492,9 +522,11 @@ class Controller(object):
             self.judge(state)
         elif status == "PENDING":
             self.check_pending(current, job, jobs_api, state_api, address)
+            self.notify_watch(run, current)
         elif status == "RUNNING":
             self.save_placement(current, job, state_api, address)
             self.check_placement(current, job, jobs_api, state_api, address)
+            self.notify_watch(run, current)
 
     # -- a worker's container exited (docker hosts) --------------------------------------------------------------
 
@@ -730,6 +762,8 @@ class Controller(object):
         path = attempt_file(self.config, current, "stopped_by")
         if not os.path.exists(path):
             _write_json(path, note)
+        self.notify("run_stopped", None, current, cause or "stalled", {"why": why}, cause=cause or "stalled",
+                    summary="stopped by the job controller: %s" % why)
         self.say("%s: stopping it: %s" % (current, why))
         jobs_api.stop_job(current)
 
@@ -918,6 +952,11 @@ class Controller(object):
             self.end(state, "stopped", False, "the restart decision of %s changed since it was written (%s)"
                      % (previous, decision["why"]), verdict)
             return
+        info = decision["next"]["info"]
+        self.notify("run_preempted" if verdict.get("cause") == "preempted" else "attempt_continued", state["run"],
+                    previous, state["next"], {"next": state["next"], "restart": info.get("restarts"),
+                                              "of": info.get("max_restarts"), "preemptions": info.get("preemptions"),
+                                              "why": decision["why"]}, verdict=verdict)
         if verdict.get("cause") == "cluster_changed" and not self.cluster_play_done(previous):
             return
         heal_started = self.clock()
@@ -1036,6 +1075,10 @@ class Controller(object):
         """Write the run's end into its first attempt's ``logs/run_end.json`` and stop following it; then its final
         ``logs/ledger.json``, and the ledger's summary line into ``run_end.json`` (``goodput``)."""
         record = end_record(how, trained, why, state["attempts"], verdict, self.clock())
+        # The event first: a controller killed between the two ends the run again, and the same event is not written twice.
+        self.notify("run_ended", state["run"], state["attempts"][-1], "end",
+                    {"how": how, "trained": bool(trained), "why": why, "attempts": len(state["attempts"])},
+                    verdict=verdict or None, cause=None if verdict else how)
         path = attempt_file(self.config, state["run"], "run_end")
         _write_json(path, record)
         self.known[state["run"]] = False
@@ -1137,6 +1180,87 @@ class Controller(object):
         except OSError as exc:
             self.say("cannot write the heartbeat %s: %s" % (path, exc))
 
+    # -- telling people (webhooks, module_utils notify/mvp_notify) --------------------------------------------------
+
+    def notify(self, kind, run, attempt, key, detail=None, verdict=None, cause=None, summary=None, only=None):
+        """Write the event ``kind`` of ``attempt`` into the outbox for every endpoint that asks for it, then wake the
+        sender: the one place the controller's decisions become webhooks (never raises: a failed write is logged).
+
+        :param run: str or None (read from the attempt's ``config/controller.json``). :param key: str, what tells
+            this event from another of its kind and attempt (``mvp_notify.event_id``: the same decision taken again
+            gives the same id, and an event already in the outbox is not written again).
+        :param detail, verdict, cause, summary: as ``mvp_notify.build_event``. :param only: list of endpoints or None
+            (every endpoint asking for ``kind``: the inventory's webhooks and the request's ``notify``).
+        """
+        try:
+            run = run or read_json(attempt_file(self.config, attempt, "controller")).get("run") or attempt
+            endpoints = [e for e in (only if only is not None else self.endpoints(attempt))
+                         if mvp_notify.wants(e, kind)]
+            eid = mvp_notify.event_id(run, attempt, kind, key)
+            todo = [e for e in endpoints if not self.outbox.has(eid, e)]
+            if not todo:
+                return
+            spec = read_json(attempt_file(self.config, attempt, "job_spec"))
+            metrics = [m.get("key") if isinstance(m, dict) else m
+                       for m in (self.config.get("key_metrics") or {}).get(spec.get("workload")) or []]
+            secrets = [self.config.get("ray_auth_token")] + [str(v) for v in (self.config.get("env") or {}).values()] + [
+                e.get("secret") for e in self.config.get("webhooks") or []]
+            event = mvp_notify.build_event(
+                kind, run, attempt, os.path.join(jobs_dir(self.config), attempt), key, self.clock(), detail=detail,
+                verdict=verdict, spec=spec, job_dir=self.node_path(os.path.join(jobs_dir(self.config), attempt)),
+                key_metrics=[m for m in metrics if m], secrets=secrets, node_path=self.node_path, summary=summary,
+                cause=cause)
+            self.outbox.put(event, todo)
+            self.wake()
+        # Telling people never stops following runs.
+        except Exception as exc:  # pylint: disable=broad-except
+            self.say("%s: the event %s could not be written to the outbox: %s: %s"
+                     % (attempt, kind, type(exc).__name__, exc))
+
+    def endpoints(self, attempt):
+        """The endpoints of ``attempt``'s events (list of dict with ``source`` and ``index``): the inventory's
+        ``webhooks`` and its request's ``notify`` (``config/job_spec.json``, read once per attempt)."""
+        if attempt not in self.request_endpoints:
+            given = (read_json(attempt_file(self.config, attempt, "job_spec")).get("request") or {}).get("notify")
+            try:
+                own = mvp_notify.check_endpoints(given, "notify", allow_secret=False)
+            except mvp_notify.NotifyError as exc:
+                self.say("%s: its request's notify is ignored: %s" % (attempt, exc))
+                own = []
+            self.request_endpoints[attempt] = [dict(e, source="request", index=i) for i, e in enumerate(own)]
+        hooks = [dict(e, source="config", index=i) for i, e in enumerate(self.config.get("webhooks") or [])]
+        return hooks + self.request_endpoints[attempt]
+
+    def notify_watch(self, run, current):
+        """The events a pass looks for while an attempt is PENDING or RUNNING: a wait in the queue longer than
+        ``notify_queue_wait_s`` (its ``logs/queue.json``: state ``waiting`` since ``since_s``), and for each endpoint
+        with ``checkpoint_every`` N the first complete checkpoint (``mvp_runs.latest_checkpoint``) at or past each
+        multiple of N."""
+        endpoints = self.endpoints(current)
+        wait_s = float(self.config.get("notify_queue_wait_s") or 0)
+        if wait_s and any(mvp_notify.wants(e, "queue_waiting") for e in endpoints):
+            queue = read_json(attempt_file(self.config, current, "queue"))
+            waited = self.clock() - float(queue.get("since_s") or self.clock())
+            if queue.get("state") == "waiting" and waited > wait_s:
+                self.notify("queue_waiting", run, current, "waiting", {
+                    "waited_s": round(waited), "why": "waiting in the queue for %d s (notify_queue_wait_s %d): %s"
+                    % (waited, wait_s, queue.get("shape_text") or "")}, summary="waiting in the queue")
+        every = [e for e in endpoints if e.get("checkpoint_every") and mvp_notify.wants(e, "checkpoint")]
+        if not every:
+            return
+        step = (latest_checkpoint(attempt_file(self.config, current, "checkpoints")) or {}).get("step")
+        for endpoint in every if step else []:
+            passed = step // int(endpoint["checkpoint_every"])
+            if passed:
+                self.notify("checkpoint", run, current, "%d:%d" % (endpoint["checkpoint_every"], passed),
+                            {"step": step, "checkpoint_every": endpoint["checkpoint_every"]},
+                            summary="a complete checkpoint at step %d" % step, only=[endpoint])
+
+    def node_path(self, path):
+        """``path`` on this host as the nodes see it (under ``shared_root``), or unchanged outside ``shared_dir``."""
+        rel = os.path.relpath(path, self.config["shared_dir"])
+        return path if rel.startswith("..") else os.path.join(self.config["shared_root"], rel)
+
 
 def _network_ips(container):
     """A Docker SDK container's address on each of its networks (dict network name -> str, '' once it stopped)."""
@@ -1216,6 +1340,9 @@ def serve(config, python, say, stop):
         import docker as docker_sdk  # pylint: disable=import-outside-toplevel
         docker = docker_sdk.from_env
     controller = Controller(config, playbook_runner(config, python), docker, say)
+    sender = mvp_notify.Sender(controller.outbox, config["webhooks"], retry_for_s=float(config["notify_retry_for_s"]),
+                               say=say).start()
+    controller.wake = sender.wake
     say("job controller %s started (pid %d): runs under %s, head %s" % (
         config["name"], os.getpid(), jobs_dir(config), config["head"]))
     while not stop():
@@ -1227,6 +1354,7 @@ def serve(config, python, say, stop):
                 % (type(exc).__name__, exc, traceback.format_exc(limit=6)))
         poll = URGENT_POLL_S if controller.urgent else float(config["poll_s"])
         time.sleep(max(URGENT_POLL_S, poll - (time.time() - started)))
+    sender.stop(wait=False)  # what is pending stays in the outbox for the next controller
     return 0
 
 

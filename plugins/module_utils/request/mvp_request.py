@@ -25,6 +25,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import FILES, SUBMISSION_ID_RE, is_submission_id
 from ansible_collections.mvp.ray.plugins.module_utils.request.mvp_request_read import (
     RequestReadError, check_value, load_text)
+from ansible_collections.mvp.ray.plugins.module_utils.notify.mvp_notify import NotifyError, check_endpoints
 
 # Hydra's own output (.hydra/config.yaml, the trainer's log): set by the builder to <job_dir>/<HYDRA_SUBDIR>
 # (without it Hydra writes to outputs/<date>/<time> under the driver's working directory, on the worker).
@@ -530,9 +531,9 @@ class Derived(str):
 
 
 class RequestKey(collections.namedtuple("RequestKey", "name type default rule check")):
-    """One request key: ``name``; ``type`` (``str``, ``dict``, ``int`` or ``bool``, as in an Ansible argument
-    spec); ``default`` when the request gives none (a value, which the rule gets; or a :class:`Setting` or a
-    :class:`Derived`, which the rule resolves); ``rule`` (str, what a value must be: docs/jobs.md shows it);
+    """One request key: ``name``; ``type`` (``str``, ``dict``, ``int``, ``bool`` or ``list``, as in an Ansible argument
+    spec; a ``list`` key's rule may take a text too, ``notify``); ``default`` when the request gives none (a value,
+    which the rule gets; or a :class:`Setting` or a :class:`Derived`, which the rule resolves); ``rule`` (str, what a value must be: docs/jobs.md shows it);
     ``check`` (function ``(value, request, checking) -> normalised value``: ``value`` already of ``type``, the
     table's default, or None; ``request`` the keys normalised before it; ``checking`` a :class:`_Checking`)."""
 
@@ -561,6 +562,8 @@ def _typed(key, value, checking):
         return value
     if key.type == "dict" and isinstance(value, dict):
         return value
+    if key.type == "list" and isinstance(value, (list, tuple, str)):
+        return value if isinstance(value, str) else list(value)
     if key.type == "int":
         number = None if isinstance(value, bool) else _whole(value)
         if number is not None:
@@ -573,6 +576,8 @@ def _typed(key, value, checking):
             fail(key.name, "%r is not true or false" % (value,), "give %s: %s" % (key.name, key.rule))
     if key.type == "dict":
         fail(key.name, "is a %s, not a mapping" % kind_of(value), "give %s" % key.rule)
+    if key.type == "list":
+        fail(key.name, "is a %s, not a list or a text" % kind_of(value), "give %s" % key.rule)
     choices = _CHOICES.get(key.name)
     fail(key.name, "%r is not a text" % (value,),
          "use one of %s" % ", ".join(choices(checking)) if choices else "give %s" % key.rule)
@@ -759,6 +764,11 @@ def _rule_team(value, _request, _checking):
 
 def _rule_project(value, _request, _checking):
     return _label("project", value)
+def _rule_notify(value, _request, _checking):
+    try:
+        return check_endpoints(value, "notify", allow_secret=False)
+    except NotifyError as exc:
+        fail(exc.field, exc.problem, exc.fix)
 
 
 def _rule_as_given(value, _request, _checking):
@@ -821,6 +831,9 @@ REQUEST_TABLE = (
                _rule_team),
     RequestKey("project", "str", None, "a label: at most 64 letters, digits, '.', '_', '-' (the ledger's project)",
                _rule_project),
+    RequestKey("notify", "list", [], "webhooks told what happens to the run: a URL (http/https; the controller's "
+               "host, 127.0.0.1, allowed), or a list of {url, format (json, slack), events, checkpoint_every, name}; "
+               "no secret (job_controller_webhooks holds signed ones)", _rule_notify),
 )
 
 REQUEST_KEYS = frozenset(key.name for key in REQUEST_TABLE)
@@ -885,7 +898,7 @@ def check_request(request, catalog, defaults):
     for key in REQUEST_TABLE:
         value = _typed(key, request.get(key.name), checking)
         if value is None and not isinstance(key.default, (Setting, Derived)):
-            value = dict(key.default) if isinstance(key.default, dict) else key.default
+            value = type(key.default)(key.default) if isinstance(key.default, (dict, list)) else key.default
         checked[key.name] = key.check(value, checked, checking)
     _check_merged(checked, checking.entry, checked["workload"], defaults)
     return checked
@@ -904,6 +917,8 @@ def default_words(key):
         return "true" if key.default else "false"
     if isinstance(key.default, dict):
         return "{}"
+    if isinstance(key.default, list):
+        return "[]"
     if isinstance(key.default, Setting):
         return "the inventory's %s" % key.default
     return str(key.default)

@@ -51,6 +51,7 @@ FILES = {
     "workers_logs": "logs/workers",              # stderr tails of the job's actors, per node IP
     "interconnect": "logs/interconnect.json",    # the selftest's all-reduce bus bandwidth per size and node pair
     "selftest_result": "checkpoints/selftest_result.json",  # the selftest's checks and whether all passed
+    "phases": "logs/phases.json",                # the selftest playing set phases (MVP_SELFTEST_PHASES): what happened
     # written by the plays (ray_job, ray_job_record, debug_bundle)
     "ray_driver_log": "logs/ray_driver.log",     # Ray's copy of the driver log
     "status": "logs/status.json",                # Ray's last status beside the verdict

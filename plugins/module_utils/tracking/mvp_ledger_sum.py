@@ -29,14 +29,13 @@ import json
 import os
 import re
 
-BUCKETS = ("startup", "productive", "checkpoint", "validation", "recomputed", "lost", "failure_gap", "hang",
-           "preemption", "shutdown", "unaccounted")
-"""The ledger's bucket names, in the ledger.json contract's order (GPU-seconds each)."""
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import FILES
+from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_ledger import BUCKETS  # noqa: F401 - the contract's
 
 GROUP_BY = ("owner", "team", "workload", "code_id")
 """What ``by`` may name: a key of ledger.json whose value groups the runs."""
 
-LEDGER_FILE = os.path.join("logs", "ledger.json")
+LEDGER_FILE = FILES["ledger"]
 """A run's ledger, relative to its first attempt's job directory."""
 
 MAX_LEDGER_BYTES = 1 << 20

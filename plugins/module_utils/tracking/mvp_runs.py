@@ -308,7 +308,7 @@ def read_ledger(job_dir):
     first = job_dir
     if isinstance(run, str) and run and "/" not in run and run not in (".", ".."):
         first = os.path.join(os.path.dirname(os.path.normpath(job_dir)), run)
-    path = os.path.join(first, "logs", "ledger.json")
+    path = os.path.join(first, FILES["ledger"])
     try:
         if os.stat(path).st_size > LEDGER_MAX_BYTES:
             return None

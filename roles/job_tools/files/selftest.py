@@ -333,20 +333,21 @@ def play_phases(job_dir, phases, clock=time.time, sleep=time.sleep):
             raise ValueError("MVP_SELFTEST_PHASES %s: %r is not a number >= 0" % (key, value))
         return value
 
+    from mvp_job import job_file  # beside this file (plugins/module_utils/storage/mvp_job.py)
     startup, steps, step_s = number("startup_s", 0), int(number("steps", 1)), number("step_s", 1)
     save_freq, save_s, fail_after = int(number("save_freq", 0)), number("save_s", 0), phases.get("fail_after")
-    logs, ckpts = os.path.join(job_dir, "logs"), os.path.join(job_dir, "checkpoints")
-    os.makedirs(logs, exist_ok=True)
+    metrics, ckpts = job_file(job_dir, "metrics"), job_file(job_dir, "checkpoints")
+    os.makedirs(os.path.dirname(metrics), exist_ok=True)
     record = {"asked": phases, "started_at": clock(), "steps": [], "saves": []}
 
     def keep():
-        write_json(os.path.join(logs, "phases.json"), record)
+        write_json(job_file(job_dir, "phases"), record)
 
     sleep(startup)
     for step in range(1, steps + 1):
         began = clock()
         sleep(step_s)
-        with open(os.path.join(logs, "metrics.jsonl"), "a", encoding="utf-8") as handle:
+        with open(metrics, "a", encoding="utf-8") as handle:
             handle.write(json.dumps({"step": step, "data": {"train/loss": 1.0 / step}}) + "\n")
         record["steps"].append({"step": step, "start": began, "end": clock()})
         if save_freq and step % save_freq == 0:

@@ -731,8 +731,10 @@ def test_the_controllers_defaults_are_its_settings_defaults():
     task = next(t for t in load_yaml("roles", "job_controller", "tasks", "main.yml")
                 if "mvp.ray.ray_job_controller" in t)["mvp.ray.ray_job_controller"]
     passed = dict(task["config"], **task["secrets"])
-    # playbooks: tests point it elsewhere; collections_path and content: what the role installed (install.yml).
-    assert set(mvp_controller.SETTINGS) == set(mvp_controller.DEFAULTS) - {"playbooks", "collections_path", "content"}
+    # playbooks: tests point it elsewhere; collections_path and content: what the role installed (install.yml);
+    # key_metrics: the catalog's (mvp_workloads).
+    assert set(mvp_controller.SETTINGS) == set(mvp_controller.DEFAULTS) - {"playbooks", "collections_path", "content",
+                                                                           "key_metrics"}
     for key, setting in mvp_controller.SETTINGS.items():
         assert setting in passed[key], (key, passed[key])
         value = defaults[setting] if setting in defaults else shared[setting]
@@ -857,3 +859,103 @@ def test_a_tracked_runs_final_ledger_goes_to_its_mlflow_run_through_the_record_p
     records = [extra for name, extra in books.calls if name == "record.yml"]
     assert records == [{"submit_job_collect_id": RUN, "submit_job_lost_with_head": False},
                        {"submit_job_collect_id": RUN, "submit_job_record_ledger_only": True}]
+
+
+# -- webhooks (issue 64): the controller's decisions written to the outbox (delivery: notify/test_mvp_notify.py) ----
+
+def outbox_events(config):
+    """The events in the outbox (pending ones, and delivered ones in done/), as (event kind, endpoint url) sorted."""
+    folder = os.path.join(config["shared_dir"], "controller", "outbox")
+    out = []
+    for sub in (folder, os.path.join(folder, "done")):
+        for name in sorted(os.listdir(sub)) if os.path.isdir(sub) else []:
+            if name.endswith(".json"):
+                entry = read(os.path.join(sub, name))
+                out.append((entry["event"]["event"], entry["endpoint"]["url"], entry["event"]["event_id"]))
+    return sorted(out)
+
+
+def with_notify(config, url="http://127.0.0.1:9/hook", events=None):
+    spec = read(mvp_controller.attempt_file(config, RUN, "job_spec"))
+    given = {"url": url} if events is None else {"url": url, "events": events}
+    spec["request"]["notify"] = [given]
+    write(mvp_controller.attempt_file(config, RUN, "job_spec"), spec)
+
+
+def test_a_continued_then_ended_run_writes_each_event_once_for_the_requests_endpoint(config, fake_ray):
+    first_attempt(config, fake_ray, "FAILED", max_restarts=1)
+    with_notify(config)
+    lost = {"verdict": "failed", "cause": "node_lost", "summary": "node lost", "steps": {"last": 4, "planned": 8}}
+    playbooks = Playbooks(config, fake_ray, {RUN: lost})
+    ctl = controller(config, playbooks)
+    woken = []
+    ctl.wake = lambda: woken.append(True)
+    ctl.tick()
+    [(kind, url, _eid)] = outbox_events(config)
+    assert (kind, url) == ("attempt_continued", "http://127.0.0.1:9/hook") and woken
+    fake_ray.jobs[RUN + "-r1"]["status"] = type(fake_ray.jobs[RUN]["status"])("SUCCEEDED")
+    playbooks.verdicts[RUN + "-r1"] = {"verdict": "trained", "cause": None, "summary": "ok", "steps": {"last": 8}}
+    ctl.tick()
+    assert [k for k, _u, _e in outbox_events(config)] == ["attempt_continued", "run_ended"]
+    folder = os.path.join(config["shared_dir"], "controller", "outbox")
+    ended = next(read(os.path.join(folder, n)) for n in os.listdir(folder) if n.endswith(".json")
+                 and read(os.path.join(folder, n))["event"]["event"] == "run_ended")["event"]
+    assert (ended["run"], ended["attempt"], ended["verdict"]) == (RUN, RUN + "-r1", "trained")
+    assert ended["job_dir"] == "/private/jobs/%s-r1" % RUN
+    # A controller started again and taking the same decision writes nothing twice.
+    ctl2 = controller(config, playbooks)
+    ctl2.end(mvp_controller.run_state(config, RUN), "ended", True, "again", None)
+    assert len(outbox_events(config)) == 2
+
+
+def test_an_attempt_stopped_pending_writes_run_stopped_and_the_endpoint_choosing_events_gets_only_those(
+        config, fake_ray):
+    first_attempt(config, fake_ray, "PENDING")
+    with_notify(config, events=["run_ended"])
+    config["webhooks"] = [{"url": "http://127.0.0.1:8/team", "format": "slack", "events": ["run_stopped"],
+                           "secret": "vault-key", "checkpoint_every": None, "name": "team"}]
+    fake_ray.jobs[RUN]["start_time"] = (time.time() - config["pending_timeout_s"] - 5) * 1000
+    controller(config, Playbooks(config, fake_ray, {})).tick()
+    assert [(k, u) for k, u, _e in outbox_events(config)] == [("run_stopped", "http://127.0.0.1:8/team")]
+    folder = os.path.join(config["shared_dir"], "controller", "outbox")
+    for name in os.listdir(folder):
+        text = open(os.path.join(folder, name), encoding="utf-8").read()
+        assert "vault-key" not in text and "s3cret" not in text  # no secret in the outbox
+
+
+def test_a_queue_wait_past_notify_queue_wait_s_and_a_checkpoint_crossing_checkpoint_every_are_told_once(
+        config, fake_ray):
+    first_attempt(config, fake_ray, "RUNNING")
+    with_notify(config)
+    spec = read(mvp_controller.attempt_file(config, RUN, "job_spec"))
+    spec["request"]["notify"].append({"url": "http://127.0.0.1:9/eval", "events": ["checkpoint"],
+                                      "checkpoint_every": 5})
+    write(mvp_controller.attempt_file(config, RUN, "job_spec"), spec)
+    wait = config["notify_queue_wait_s"]
+    write(mvp_controller.attempt_file(config, RUN, "queue"), {"state": "waiting", "since_s": time.time() - wait - 1})
+    checkpoints = mvp_controller.attempt_file(config, RUN, "checkpoints")
+
+    def save(step):  # a complete checkpoint: its shard, then verl's tracker file
+        os.makedirs(os.path.join(checkpoints, "global_step_%d" % step))
+        with open(os.path.join(checkpoints, "global_step_%d" % step, "model_world_size_1_rank_0.pt"), "w",
+                  encoding="utf-8") as handle:
+            handle.write("w")
+        with open(os.path.join(checkpoints, "latest_checkpointed_iteration.txt"), "w", encoding="utf-8") as handle:
+            handle.write(str(step))
+    save(4)
+    ctl = controller(config, Playbooks(config, fake_ray, {}))
+    ctl.tick()
+    assert [k for k, _u, _e in outbox_events(config)] == ["queue_waiting"]  # step 4 < 5: no checkpoint event
+    save(6)
+    ctl.tick()
+    ctl.tick()
+    assert [(k, u) for k, u, _e in outbox_events(config)] == [("checkpoint", "http://127.0.0.1:9/eval"),
+                                                              ("queue_waiting", "http://127.0.0.1:9/hook")]
+
+
+def test_a_webhook_of_the_configuration_is_checked_naming_its_field(tmp_path):
+    path = write_config(tmp_path, {"name": "c", "inventory": [], "project_dir": "/", "shared_root": "/private",
+                                   "shared_dir": str(tmp_path), "head": {"address": "h"}, "dashboard_port": 1,
+                                   "state_dir": str(tmp_path), "webhooks": [{"url": "ftp://x"}]})
+    with pytest.raises(mvp_controller.ConfigError, match=r"job_controller_webhooks\[0\]\.url"):
+        mvp_controller.load_config(path)

@@ -13,7 +13,7 @@ from ansible_collections.mvp.ray.plugins.module_utils.request.mvp_request import
     REQUEST_KEYS, REQUEST_TABLE, JobSpecError, check_request, default_words)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
-TYPES = {"str": str, "dict": dict, "int": int, "bool": bool}
+TYPES = {"str": str, "dict": dict, "int": int, "bool": bool, "list": list}
 
 
 def plain(text):
@@ -139,7 +139,7 @@ def test_absent_keys_take_the_documented_default_or_the_inventorys(catalog, spec
         "reward_fn_path"] == site["sft"]["reward_fn_path"]
 
 
-OTHER_TYPE = {"str": ["a", "list"], "dict": "text", "int": "several", "bool": "maybe"}
+OTHER_TYPE = {"str": ["a", "list"], "dict": "text", "int": "several", "bool": "maybe", "list": 5}
 
 
 @pytest.mark.parametrize("key", [key for key in REQUEST_TABLE], ids=lambda key: key.name)
@@ -191,3 +191,23 @@ def test_the_labels_land_in_the_job_spec_and_in_a_restarts_next_request(catalog,
     decision = mvp_restart.decide(spec, {"verdict": "failed", "cause": "node_lost", "steps": {"last": 3}})
     nxt = decision["next"]["request"]
     assert decision["restart"] and (nxt["owner"], nxt["team"], nxt["project"]) == ("alice", "nlp", None)
+
+
+@pytest.mark.parametrize("given, field", [("ftp://x", "notify[0].url"),
+                                          ([{"url": "http://h/", "secret": "k"}], "notify[0].secret"),
+                                          ([{"url": "http://h/", "events": ["born"]}], "notify[0].events")])
+def test_a_requests_notify_is_checked_naming_the_field(given, field, catalog, spec_defaults):
+    with pytest.raises(JobSpecError) as raised:
+        check_request({"workload": "sft", "submission_id": "j", "notify": given}, catalog, spec_defaults)
+    assert str(raised.value).startswith("job spec field '%s': " % field) and "Fix: " in str(raised.value)
+    if field.endswith("secret"):
+        assert "job_controller_webhooks (Vault)" in str(raised.value) and "'k'" not in str(raised.value)
+
+
+def test_a_notify_url_is_one_json_endpoint_on_the_controllers_host_allowed(catalog, spec_defaults):
+    url = "http://127.0.0.1:8099/hook"
+    checked = check_request({"workload": "sft", "submission_id": "j", "notify": url}, catalog, spec_defaults)
+    [endpoint] = checked["notify"]
+    assert endpoint["url"] == url and endpoint["format"] == "json" and "secret" not in endpoint
+    assert "run_ended" in endpoint["events"] and "checkpoint" not in endpoint["events"]
+    assert check_request(checked, catalog, spec_defaults) == checked
