@@ -17,6 +17,10 @@ Cases:
   cluster ran nothing - "synthetic phases" writes it -, to now, after the runs of the other suites in CI): each
   owner's row of ``ledger.csv`` equals the sums of that owner's runs' own ledgers.
 
+The synthetic run also tells its end (issue 64): to its own endpoint (``-e notify``, a receiver here on the job
+controller's loopback) within 10 s of the verdict, one ``run_ended`` with the payload's fields; with ``--signed-port``
+to the inventory's signed webhook too, its signature checked with ``--signed-secret``.
+
 ``check_closes`` and ``wait_for_ledger`` are used by the resume and queue suites too (a real SFT run that lost a worker,
 a preempted run and its preemptor).
 
@@ -29,6 +33,7 @@ import sys
 import time
 
 from faults import CaseFailed, Cluster, run_cases, suite_parser
+from notify import DELIVERY_BOUND_S, Receiver, check_payload, signed_by, verdict_at, wait_event
 from verdicts import read_json
 
 BUCKETS = ("startup", "productive", "checkpoint", "validation", "recomputed", "lost", "failure_gap", "hang",
@@ -85,6 +90,27 @@ def check_closes(case, ledger, what):
                    % (name, unaccounted, held))
 
 
+def check_told(case, sid, receiver, signed):
+    """The run's end came to its own endpoint within 10 s of the verdict, exactly one event (run_ended), with the
+    payload's fields; and to the signed webhook with a valid signature (when one listens)."""
+    arrived, body = wait_event(receiver, sid, DELIVERY_BOUND_S + 30)
+    record = read_json(os.path.join(case.cluster.host_shared, "jobs", sid, "logs", "run_end.json")) or {}
+    late = arrived - verdict_at(record)
+    case.check(late <= DELIVERY_BOUND_S + 1, "run_ended came %.1f s after the verdict (at most %d)" % (
+        late, DELIVERY_BOUND_S))
+    check_payload(case, sid, body, "failed")
+    case.check(body.get("owner") == SYNTHETIC_OWNER, "the event's owner %r" % body.get("owner"))
+    if signed:
+        wait_event(signed, sid, DELIVERY_BOUND_S + 30)
+        requests = [r for r, b in signed.received(sid) if b.get("event") == "run_ended"]
+        case.check(requests and all(signed_by(case.shared["signed_secret"], r) for r in requests),
+                   "the signed webhook's run_ended of %s has no valid signature" % sid)
+    time.sleep(3)  # anything else the controller would send about this run
+    kinds = [b.get("event") for _a, b in receiver.events(sid)]
+    case.check(kinds == ["run_ended"], "events %s, asked for run_ended only (max_restarts 0)" % kinds)
+    case.note("run_ended %.1f s after the verdict%s" % (late, ", signed" if signed else ""))
+
+
 def case_synthetic(case):
     """A played run of known phases (see the module's docstring)."""
     from verdicts import Job  # pylint: disable=import-outside-toplevel
@@ -94,13 +120,24 @@ def case_synthetic(case):
         with open(mark, "w", encoding="utf-8") as handle:
             handle.write("%.3f\n" % time.time())
     job = Job(case, stamp("syn"))
-    run = case.play("submit.yml", ["-e", "workload=selftest", "-e", "wait=false", "-e", "submission_id=" + job.id,
-                                   "-e", json.dumps({"env_vars": {"MVP_SELFTEST_PHASES": json.dumps(PHASES)},
-                                                     "max_restarts": 0, "owner": SYNTHETIC_OWNER})],
-                    label="submit.yml selftest with phases")
-    if run.rc != 0:
-        raise CaseFailed("submit.yml rc=%s" % run.rc)
-    ledger = wait_for_ledger(case, job.dir)
+    # Issue 64 on the way: the run tells its own endpoint (a receiver here, on the controller's loopback) and, with
+    # --signed-port, the inventory's signed webhook (job_controller_webhooks) its end.
+    receiver = Receiver()
+    signed = Receiver(case.shared["signed_port"], "/signed") if case.shared.get("signed_port") else None
+    try:
+        run = case.play("submit.yml", ["-e", "workload=selftest", "-e", "wait=false", "-e", "submission_id=" + job.id,
+                                       "-e", json.dumps({"env_vars": {"MVP_SELFTEST_PHASES": json.dumps(PHASES)},
+                                                         "max_restarts": 0, "owner": SYNTHETIC_OWNER,
+                                                         "notify": receiver.url})],
+                        label="submit.yml selftest with phases")
+        if run.rc != 0:
+            raise CaseFailed("submit.yml rc=%s" % run.rc)
+        ledger = wait_for_ledger(case, job.dir)
+        check_told(case, job.id, receiver, signed)
+    finally:
+        receiver.close()
+        if signed:
+            signed.close()
     played = read_json(os.path.join(job.dir, "logs", "phases.json")) or {}
     status = read_json(os.path.join(job.dir, "logs", "status.json")) or {}
     if not played.get("steps") or not status.get("start_time"):
@@ -200,10 +237,14 @@ def main():
     parser = suite_parser(__doc__, CASES)
     parser.add_argument("--mark", default="", help="a file holding the period's start for 'ledger.yml sums' (seconds "
                         "since the epoch); 'synthetic phases' writes it, once the cluster runs nothing, when absent")
+    parser.add_argument("--signed-port", type=int, default=0, help="the port of the inventory's signed webhook on "
+                        "127.0.0.1 (job_controller_webhooks, path /signed): the synthetic run's end must come there "
+                        "signed with --signed-secret")
+    parser.add_argument("--signed-secret", default="", help="that webhook's test secret")
     args = parser.parse_args()
 
     def prepare(case):
-        case.shared = {"mark": args.mark}
+        case.shared = {"mark": args.mark, "signed_port": args.signed_port, "signed_secret": args.signed_secret}
     return run_cases(CASES, Cluster(args.inventory, args.host_shared), args.only, "ledger", prepare=prepare)
 
 

@@ -25,6 +25,8 @@ endpoint carries no secret, and setting ``job_controller_webhooks`` with a test 
 Usage: python tests/reliability/notify.py --inventory inventories/local --host-shared /srv/mvp/private
            [--unavailable-s 120] [--only CASE ...]
 """
+import hashlib
+import hmac
 import http.server
 import json
 import os
@@ -48,7 +50,7 @@ class Receiver(object):
     """A webhook receiver on 127.0.0.1 (http.server in a thread): every request kept with its arrival time; it answers
     ``status()`` (200 unless told otherwise)."""
 
-    def __init__(self):
+    def __init__(self, port=0, path="/hook"):
         self.requests, self.lock, self.status = [], threading.Lock(), (lambda: 200)
         owner = self
 
@@ -69,15 +71,20 @@ class Receiver(object):
         class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
             daemon_threads = True
 
-        self.server = Server(("127.0.0.1", 0), Handler)
-        self.url = "http://127.0.0.1:%d/hook" % self.server.server_address[1]
+        Server.allow_reuse_address = True
+        self.server = Server(("127.0.0.1", port), Handler)
+        self.url = "http://127.0.0.1:%d%s" % (self.server.server_address[1], path)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def events(self, run, answered=200):
         """The events of ``run`` received and answered ``answered``: list of (arrival time, payload)."""
+        return [(r["at"], body) for r, body in self.received(run, answered)]
+
+    def received(self, run, answered=200):
+        """The requests about ``run`` answered ``answered``: list of (request dict, payload)."""
         with self.lock:
-            got = [(r["at"], json.loads(r["body"])) for r in self.requests if r["status"] == answered]
-        return [(at, body) for at, body in got if body.get("run") == run]
+            got = [(r, json.loads(r["body"])) for r in self.requests if r["status"] == answered]
+        return [(r, body) for r, body in got if body.get("run") == run]
 
     def close(self):
         self.server.shutdown()
@@ -106,16 +113,16 @@ def run_end(case, sid):
     return read_json(path) or {}
 
 
-def wait_event(receiver, sid, within):
-    """The first ``run_ended`` event of ``sid`` answered 200, waited for ``within`` seconds: (arrival, payload)."""
+def wait_event(receiver, sid, within, kind="run_ended"):
+    """The first ``kind`` event of ``sid`` answered 200, waited for ``within`` seconds: (arrival, payload)."""
     deadline = time.time() + within
     while time.time() < deadline:
-        got = [e for e in receiver.events(sid) if e[1].get("event") == "run_ended"]
+        got = [e for e in receiver.events(sid) if e[1].get("event") == kind]
         if got:
             return got[0]
         time.sleep(0.1)
-    raise CaseFailed("no run_ended event of %s within %d s (received: %s)" % (
-        sid, within, [b.get("event") for _a, b in receiver.events(sid)]))
+    raise CaseFailed("no %s event of %s within %d s (received: %s)" % (
+        kind, sid, within, [b.get("event") for _a, b in receiver.events(sid)]))
 
 
 def verdict_at(record):
@@ -123,12 +130,25 @@ def verdict_at(record):
     return time.mktime(time.strptime(record["at"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
 
 
+def signed_by(secret, request):
+    """Whether a received request carries the documented signature (docs/jobs.md "Being told: webhooks"): hex
+    HMAC-SHA256 with ``secret`` of ``"<X-MVP-Signature-Timestamp>,<body>"`` in ``X-MVP-Signature``, computed here with
+    the standard library (not the project's own check)."""
+    headers = {k.lower(): v for k, v in request["headers"].items()}
+    stamp = headers.get("x-mvp-signature-timestamp", "")
+    mac = hmac.new(secret.encode("utf-8"), stamp.encode("ascii") + b"," + request["body"], hashlib.sha256).hexdigest()
+    return bool(stamp) and hmac.compare_digest(mac, headers.get("x-mvp-signature", "")) and \
+        abs(time.time() - int(stamp)) < 300
+
+
 def check_payload(case, sid, body, verdict):
     """The payload's fields, compared with the run's own files."""
     missing = [f for f in FIELDS if f not in body]
     case.check(not missing, "%s: the payload lacks %s" % (sid, missing))
     status = read_json(os.path.join(case.cluster.host_shared, "jobs", sid, "logs", "status.json")) or {}
-    case.check((body.get("run"), body.get("attempt"), body.get("workload")) == (sid, sid, "selftest"),
+    workload = (read_json(os.path.join(case.cluster.host_shared, "jobs", sid, "config", "job_spec.json")) or {}).get(
+        "workload")
+    case.check((body.get("run"), body.get("workload")) == (sid, workload) and str(body.get("attempt")).startswith(sid),
                "%s: run/attempt/workload %s" % (sid, [body.get(k) for k in ("run", "attempt", "workload")]))
     case.check(body.get("verdict") == verdict == status.get("verdict"),
                "%s: verdict %s, its status.json %s, expected %s" % (sid, body.get("verdict"), status.get("verdict"),

@@ -37,6 +37,7 @@ import sys
 import time
 
 from ledger import check_closes, wait_for_ledger
+from notify import DELIVERY_BOUND_S, Receiver, verdict_at, wait_event
 from faults import (CaseFailed, Cluster, Playbook, finish_playbook, mlflow_call, restart_forcing_change, run_cases,
                     start_playbook, suite_parser, write_figures)
 from suite import actors_of_class
@@ -161,7 +162,7 @@ def wait_for_run_end(case, run_id, timeout):
 
 
 def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=None, nobody=None, progress=False,
-                   kill_at_checkpoint=None):
+                   kill_at_checkpoint=None, extra=()):
     """Submit an SFT run that may restart, kill a worker in each attempt (``victims``: 'driver' or
     'other' per attempt: the first after KILL_AFTER_STEPS steps - or, with ``kill_at_checkpoint``, as soon as that
     step's checkpoint is complete -, the next ones after their first step), optionally corrupt the newest
@@ -184,6 +185,7 @@ def run_with_kills(case, kind, max_restarts, victims, corrupt=False, overrides=N
         trainer_overrides=overrides or OVERRIDES, submit_job_watchdog=WATCHDOG, max_restarts=max_restarts)
     if progress:
         args += ["-e", "submit_job_progress_interval_s=%d" % PROGRESS_INTERVAL_S]
+    args += list(extra)
     started = time.time()
     argv, proc = start_playbook(cluster, "submit.yml", args)
     attempts, facts = [first], {"kills": []}
@@ -416,11 +418,17 @@ def case_killed_driver_worker_corrupt(case):
     used, and said, without its data-loader state (verl#7401). The waiting play follows the run into its next
     attempt and is then killed (SIGKILL): the job controller alone ends the run, like the uninterrupted one."""
     base = baseline(case, TWO_EPOCHS, stamp("base-two"), "two_epochs_baseline")
-    # Three checkpoints kept: one is left after the newest is corrupted.
-    run, attempts, facts = run_with_kills(case, "drv", 1, ["driver"], corrupt=True,
-                                          overrides=dict(TWO_EPOCHS, **{"trainer.max_ckpt_to_keep": 3}), progress=True,
-                                          nobody="submitter later", kill_at_checkpoint=12)
-    check_continued(case, run, attempts, facts, base)
+    receiver = Receiver()  # issue 64: the run tells its own endpoint on the job controller's loopback
+    try:
+        # Three checkpoints kept: one is left after the newest is corrupted.
+        run, attempts, facts = run_with_kills(case, "drv", 1, ["driver"], corrupt=True,
+                                              overrides=dict(TWO_EPOCHS, **{"trainer.max_ckpt_to_keep": 3}),
+                                              progress=True, nobody="submitter later", kill_at_checkpoint=12,
+                                              extra=("-e", "notify=" + receiver.url))
+        check_continued(case, run, attempts, facts, base)
+        check_told(case, receiver, attempts)
+    finally:
+        receiver.close()
     check_progress(case, facts["play"], attempts[0], attempts[1] if len(attempts) > 1 else None)
     if len(attempts) > 1:
         spec = read_json(os.path.join(attempts[1].dir, "config", "job_spec.json")) or {}
@@ -429,6 +437,33 @@ def case_killed_driver_worker_corrupt(case):
                    % (skipped, facts.get("corrupted")))
         case.check("skipped checkpoint global_step_%s" % facts.get("corrupted") in " ".join(spec.get("notes") or []),
                    "the job's notes do not say the corrupted checkpoint was skipped")
+
+
+def check_told(case, receiver, attempts):
+    """Issue 64: the run's own endpoint got, each within 10 s of the job controller's decision, attempt_continued for
+    the lost node (cause node_lost, the next attempt named) and run_ended (trained) - those two, each once."""
+    run = attempts[0].id
+    link = read_json(os.path.join(attempts[0].dir, "logs", "restart.json")) or {}
+    decided = verdict_at({"at": link.get("decided_at", "1970-01-01T00:00:00Z")})
+    arrived, body = wait_event(receiver, run, DELIVERY_BOUND_S + 30, "attempt_continued")
+    case.check(arrived - decided <= DELIVERY_BOUND_S + 1, "attempt_continued came %.1f s after the decision"
+               % (arrived - decided))
+    case.check(body.get("cause") == "node_lost" and body.get("attempt") == run and len(attempts) > 1
+               and attempts[1].id in json.dumps(body.get("detail")),
+               "attempt_continued: cause %s, attempt %s, detail %s" % (body.get("cause"), body.get("attempt"),
+                                                                     body.get("detail")))
+    record = read_json(os.path.join(attempts[0].dir, "logs", "run_end.json")) or {}
+    arrived, body = wait_event(receiver, run, DELIVERY_BOUND_S + 30)
+    case.check(arrived - verdict_at(record) <= DELIVERY_BOUND_S + 1, "run_ended came %.1f s after the run's end"
+               % (arrived - verdict_at(record)))
+    case.check(body.get("verdict") == "trained" and body.get("attempt") == attempts[-1].id,
+               "run_ended: verdict %s of %s, expected trained of %s" % (body.get("verdict"), body.get("attempt"),
+                                                                       attempts[-1].id))
+    time.sleep(3)
+    kinds = sorted(b.get("event") for _a, b in receiver.events(run))
+    case.check(kinds == ["attempt_continued", "run_ended"], "events %s, expected attempt_continued and run_ended "
+               "once each" % kinds)
+    case.note("told: %s" % ", ".join(kinds))
 
 
 def case_every_epoch(case, save_freq=8):
