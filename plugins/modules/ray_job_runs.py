@@ -166,7 +166,11 @@ runs:
     repeat: {description: "the spec's repeat {group, index, count} or null", type: dict}
     mlflow: {description: "its MLflow run {run_id, experiment_id, tracking_uri, ui_url} (ui_url as reached now, see mlflow_ui_url), or null", type: dict}
     preemption: {description: "what preemption did to it (by whom, at which step, what it preempted, waits), '' for nothing", type: str}
-    ledger: {description: "the GPU-hour ledger of its run (logs/ledger.json of the run's first attempt, module_utils mvp_runs.read_ledger), null for a run older than the ledger", type: dict}
+    ledger:
+      description: >-
+        the GPU-hour ledger of its run (logs/ledger.json of the run's first attempt, module_utils mvp_runs.read_ledger),
+        null for a run older than the ledger
+      type: dict
 parents:
   description: Runs a selected run resumed from (recursively), not selected themselves.
   type: list

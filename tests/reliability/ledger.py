@@ -40,8 +40,8 @@ BUCKETS = ("startup", "productive", "checkpoint", "validation", "recomputed", "l
            "preemption", "shutdown", "unaccounted")
 # The job controller writes the ended run's ledger within 60 s of its end (issue 63).
 LEDGER_AFTER_END_S = 60
-# Phases of the synthetic run (seconds): two checkpoints (4, 8), the failure after step 9.
-PHASES = {"startup_s": 4, "steps": 12, "step_s": 1.5, "save_freq": 4, "save_s": 3, "fail_after": 9}
+# Phases of the synthetic run (seconds): two checkpoints (3, 6), the failure after step 7.
+PHASES = {"startup_s": 3, "steps": 10, "step_s": 1, "save_freq": 3, "save_s": 2, "fail_after": 7}
 TOLERANCE_S = 1.0
 # The synthetic run's owner (the request's `owner`): its own row in ledger.yml's table.
 SYNTHETIC_OWNER = "ledger-synthetic"

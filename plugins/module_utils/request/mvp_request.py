@@ -764,6 +764,8 @@ def _rule_team(value, _request, _checking):
 
 def _rule_project(value, _request, _checking):
     return _label("project", value)
+
+
 def _rule_notify(value, _request, _checking):
     try:
         return check_endpoints(value, "notify", allow_secret=False)

@@ -74,7 +74,6 @@ import os
 import statistics
 
 from ansible_collections.mvp.ray.plugins.module_utils.lifecycle import mvp_run_state
-from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import FILES
 from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_runs import (
     STEP_DIR_RE, latest_checkpoint, read_metrics)
 
