@@ -7,7 +7,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 
-.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue controller-content notify bench bench-scale bench-train bench-resume bench-queue bench-controller bench-ledger bench-notify bench-mlflow matrix matrix-ci mlflow-screenshot
+.PHONY: setup engine demo cluster selftest sft down test unit lint sanity syntax molecule reliability faults verdicts resume queue controller-content ledger notify bench bench-scale bench-train bench-resume bench-queue bench-controller bench-ledger bench-notify bench-mlflow matrix matrix-ci mlflow-screenshot
 
 setup: $(VENV)/.installed ## Create .venv with the pinned controller and test requirements
 
@@ -73,6 +73,11 @@ matrix-ci: setup engine ## The matrix's CI subset (GRPO with KL loss and its res
 controller-content: setup engine ## The job controller runs what its role installed: a code change restarts it mid-run; the collection installed into a fresh folder runs site and submit from there
 	ansible-playbook site.yml
 	python tests/reliability/controller_content.py --inventory inventories/local --host-shared /srv/mvp/private
+
+ledger: setup engine ## GPU-hour ledger against the local cluster: a run of set phases lands in its buckets within 1 s; ledger.yml's per-owner sums equal the runs' (since the first case's start)
+	ansible-playbook site.yml
+	rm -f build/ledger-mark
+	python tests/reliability/ledger.py --inventory inventories/local --host-shared /srv/mvp/private --mark build/ledger-mark
 
 notify: setup engine ## Webhooks against the local cluster: a receiver on this host's loopback gets each run's verdict within 10 s; the controller killed before a send; the receiver 503 then 200
 	ansible-playbook site.yml

@@ -16,11 +16,9 @@ Writes the figures as JSON (``--out``).
 Usage: python bench/notify.py [--rounds 30] [--out bench/results/notify.json]
 """
 import argparse
-import http.server
 import json
 import os
 import platform
-import socketserver
 import statistics
 import sys
 import tempfile
@@ -30,35 +28,41 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "collections"))
 
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
 from ansible_collections.mvp.ray.plugins.module_utils.notify import mvp_notify  # noqa: E402  pylint: disable=C0413
+from http_receiver import Receiver  # noqa: E402  pylint: disable=C0413
+
+
+class Arrivals(object):
+    """event_id -> the first arrival (seconds since the epoch) of that event at a receiver, read live."""
+
+    def __init__(self, server):
+        self.server = server
+
+    def first(self):
+        with self.server.lock:
+            out = {}
+            for request in self.server.requests:
+                out.setdefault(json.loads(request["body"])["event_id"], request["at"])
+            return out
+
+    def __contains__(self, event_id):
+        return event_id in self.first()
+
+    def __getitem__(self, event_id):
+        return self.first()[event_id]
 
 
 def receiver(hang=None):
-    """A receiver on 127.0.0.1: (url, arrivals dict event_id -> first arrival, server); ``hang``: an Event it waits
-    on before answering (never set: it hangs)."""
-    arrivals, lock = {}, threading.Lock()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            now = time.time()
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-            with lock:
-                arrivals.setdefault(body["event_id"], now)
-            if hang is not None:
-                hang.wait(30)
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-        daemon_threads = True
-
-    server = Server(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return "http://127.0.0.1:%d/hook" % server.server_address[1], arrivals, server
+    """A receiver on 127.0.0.1 (tests/http_receiver.py): (url, Arrivals, its server); ``hang``: an Event it waits on
+    before answering (never set: it hangs)."""
+    def answer(_n, _handler):
+        if hang is not None:
+            hang.wait(30)
+        return 200
+    server = Receiver(answer)
+    return server.url, Arrivals(server), server
 
 
 def job_dir(root, sid):
@@ -118,7 +122,7 @@ def delivery(rounds, together, tmp):
             time.sleep(0.05)
     finally:
         sender.stop()
-        server.shutdown()
+        server.close()
     return delays
 
 
@@ -137,7 +141,7 @@ def pass_time(rounds, tmp, hanging):
     finally:
         release.set()
         sender.stop(wait=False)
-        server.shutdown()
+        server.close()
     return spent
 
 

@@ -27,18 +27,17 @@ Usage: python tests/reliability/notify.py --inventory inventories/local --host-s
 """
 import hashlib
 import hmac
-import http.server
 import json
 import os
-import socketserver
 import sys
-import threading
 import time
 
 from faults import CaseFailed, Cluster, run_cases, suite_parser
 from verdicts import extra_vars, read_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import http_receiver  # noqa: E402  pylint: disable=wrong-import-position - tests/http_receiver.py
 RUN_END_TIMEOUT = 600
 DELIVERY_BOUND_S = 10.0
 FAULT = os.path.join("controller", "faults", "kill-after-outbox-write")
@@ -46,35 +45,13 @@ FIELDS = ("event", "event_id", "at", "run", "attempt", "workload", "owner", "ver
           "metrics", "checkpoint", "job_dir", "mlflow_run", "evidence", "detail")
 
 
-class Receiver(object):
-    """A webhook receiver on 127.0.0.1 (http.server in a thread): every request kept with its arrival time; it answers
-    ``status()`` (200 unless told otherwise)."""
+class Receiver(http_receiver.Receiver):
+    """The shared receiver (tests/http_receiver.py) answering ``status()`` (200 unless told otherwise), with the
+    events of one run."""
 
     def __init__(self, port=0, path="/hook"):
-        self.requests, self.lock, self.status = [], threading.Lock(), (lambda: 200)
-        owner = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's name)
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                status = owner.status()
-                with owner.lock:
-                    owner.requests.append({"at": time.time(), "status": status, "body": body,
-                                           "headers": dict(self.headers)})
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-            daemon_threads = True
-
-        Server.allow_reuse_address = True
-        self.server = Server(("127.0.0.1", port), Handler)
-        self.url = "http://127.0.0.1:%d%s" % (self.server.server_address[1], path)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.status = lambda: 200
+        super().__init__(lambda n, handler: self.status(), port, path)
 
     def events(self, run, answered=200):
         """The events of ``run`` received and answered ``answered``: list of (arrival time, payload)."""
@@ -85,10 +62,6 @@ class Receiver(object):
         with self.lock:
             got = [(r, json.loads(r["body"])) for r in self.requests if r["status"] == answered]
         return [(r, body) for r, body in got if body.get("run") == run]
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def submit(case, receiver, name, env=None):

@@ -2,64 +2,16 @@
 once to real HTTP receivers on 127.0.0.1 (http.server in a thread). Backoffs are shortened by the sender's parameters."""
 import hashlib
 import hmac
-import http.server
 import json
 import os
 import random
-import socketserver
 import threading
 import time
 
 import pytest
 
 import mvp_notify
-
-
-class Receiver(object):
-    """A real webhook receiver on 127.0.0.1: ``answer(n, handler)`` gives the status of the n-th request (0-based),
-    or None to close the connection without answering; every request's headers and body are kept."""
-
-    def __init__(self, answer=lambda n, h: 200):
-        self.answer = answer
-        self.requests = []
-        self.lock = threading.Lock()
-        owner = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's name)
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                with owner.lock:
-                    n = len(owner.requests)
-                    owner.requests.append({"headers": dict(self.headers), "body": body, "at": time.time(),
-                                           "path": self.path})
-                status = owner.answer(n, self)
-                if status is None:
-                    self.close_connection = True
-                    self.connection.shutdown(2)
-                    return
-                self.send_response(status)
-                if status in (429, 503) and getattr(self, "retry_after", None):
-                    self.send_header("Retry-After", self.retry_after)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-            daemon_threads = True
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        self.url = "http://127.0.0.1:%d/hook" % self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def bodies(self):
-        with self.lock:
-            return [json.loads(r["body"]) for r in self.requests]
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+from http_receiver import Receiver
 
 
 @pytest.fixture
