@@ -105,8 +105,9 @@ bench-notify: setup ## Webhooks at the unit level: verdict to first delivery att
 bench-request: setup ## The strict request reader against yaml.safe_load, and its refusals of hostile documents (bench/results/request_read.json)
 	python bench/request_read.py --repeat 100
 
-bench-ledger: setup ## ledger.yml's summing over 1,000 job directories made in a tmp folder: seconds, peak RSS (bench/results/ledger.json)
+bench-ledger: setup ## ledger.yml's summing over 1,000 job directories made in a tmp folder: seconds, peak RSS (bench/results/ledger.json); the job controller's passes keeping the ledgers of 1 and 20 running runs (bench/results/ledger_controller.json)
 	python bench/ledger.py
+	python bench/ledger_controller.py
 
 bench-mlflow: setup engine ## What MLflow tracking adds per training step: CPU SFT with and without it, alternating (bench/results/mlflow.json)
 	ansible-playbook site.yml
