@@ -709,7 +709,8 @@ class Controller(object):
                             "The job was stopped by the job controller %s (job_controller_pending_timeout_s). Start "
                             "workers carrying that resource (ray_worker role), or raise job_controller_pending_timeout_s."
                             % self.config["name"])
-        self.stop_stalled(current, jobs_api, note["why"], cause=note.get("cause"), demand=note["demand"],
+        self.stop_stalled(current, jobs_api, note["why"], cause=note.get("cause"), stall="pending_timeout",
+                          demand=note["demand"],
                           offers=note["offers"])
 
     def save_placement(self, current, job, state_api, address):
@@ -748,11 +749,13 @@ class Controller(object):
                               demand=[bundle_shapes(group) for group, _age in stalled],
                               offers=alive_offers(nodes))
 
-    def stop_stalled(self, current, jobs_api, why, cause=None, demand=None, offers=None):
+    def stop_stalled(self, current, jobs_api, why, cause=None, demand=None, offers=None, stall="stalled"):
         """Stop an attempt that cannot make progress, saying so in its ``logs/stopped_by.json`` first.
 
         :param cause: str or None, the verdict's cause (``infeasible``: no ALIVE node offers ``demand``); None
             leaves it ``stopped``.
+        :param stall: str, what the ``run_stopped`` event names when ``cause`` is None: ``stalled``, or
+            ``pending_timeout`` (PENDING past ``pending_timeout_s``).
         :param demand: list of str, the placement groups' bundle shapes; offers: dict node IP -> resources.
         """
         note = {"by": "the job controller %s" % self.config["name"], "why": why, "cause": cause,
@@ -762,7 +765,7 @@ class Controller(object):
         path = attempt_file(self.config, current, "stopped_by")
         if not os.path.exists(path):
             _write_json(path, note)
-        self.notify("run_stopped", None, current, cause or "stalled", {"why": why}, cause=cause or "stalled",
+        self.notify("run_stopped", None, current, cause or stall, {"why": why}, cause=cause or stall,
                     summary="stopped by the job controller: %s" % why)
         self.say("%s: stopping it: %s" % (current, why))
         jobs_api.stop_job(current)

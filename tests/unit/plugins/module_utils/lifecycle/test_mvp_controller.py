@@ -920,6 +920,8 @@ def test_an_attempt_stopped_pending_writes_run_stopped_and_the_endpoint_choosing
     folder = os.path.join(config["shared_dir"], "controller", "outbox")
     for name in os.listdir(folder):
         text = open(os.path.join(folder, name), encoding="utf-8").read()
+        # the cause names why it stopped: PENDING past pending_timeout_s (not "stalled")
+        assert json.loads(text)["event"]["cause"] == "pending_timeout"
         assert "vault-key" not in text and "s3cret" not in text  # no secret in the outbox
 
 
