@@ -335,7 +335,7 @@ def attempt_ledger(view, now, fate, notes):
     own = _resumed(spec, status)
     verdict = status.get("verdict")
     entry = {"submission_id": view["sid"], "gpus": gpus, "started_at": started, "ended_at": ended,
-             "seconds_held": 0.0, "gpu_seconds_held": 0.0, "buckets": _empty(),
+             "seconds_held": 0.0, "gpu_seconds_held": 0.0, "buckets": _empty(), "seconds": _empty(),
              "queue_wait_s": max(0.0, queue_wait or 0.0), "heal_s": _num(view["continued"].get("heal_s")) or 0.0,
              "verdict": verdict if not view["running"] else None, "cause": status.get("cause"),
              "steps": {"first": None, "last": None, "resumed": own, "productive": 0, "recomputed": 0, "lost": 0}}
@@ -569,21 +569,24 @@ def _minutes(gpu_seconds, gpus):
 def summary_line(ledger):
     """The ledger in one line: ``goodput 86%: 41 min productive, 4 min start-up, 3 min recomputed, ...``.
 
-    Minutes are wall minutes of the run's GPUs (GPU-seconds / 60 / ``gpus``); buckets of 0 are left out, the
+    Minutes are wall minutes (the ledger's ``seconds``: GPU-seconds / ``gpus``); buckets under 0.05 s are left out, the
     productive one first, then the largest first; the GPU-hours held and the time without GPUs (queue, heal) end it.
+    A run of no GPU (a script job) says ``no GPU held: ...`` with its wall minutes and no GPU-hours.
 
     :param ledger: dict, :func:`compute_ledger`'s answer (or a ``logs/ledger.json``).
     :returns: str.
     """
-    buckets, gpus = ledger.get("buckets") or {}, ledger.get("gpus") or 1
+    gpus = ledger.get("gpus") or 0
+    # wall seconds per bucket (``seconds``; a ledger written before them: GPU-seconds over the GPUs)
+    wall = ledger.get("seconds") or {name: value / (gpus or 1) for name, value in (ledger.get("buckets") or {}).items()}
     goodput = ledger.get("goodput")
-    head = "goodput %s" % ("%.0f%%" % (100 * goodput) if goodput is not None else "-")
-    parts = ["%s %s" % (_minutes(buckets.get("productive", 0.0), gpus), SUMMARY_WORDS["productive"])]
-    rest = sorted((name for name in SUMMARY_ORDER[1:] if abs(buckets.get(name) or 0.0) >= 0.05 * gpus),
-                  key=lambda name: -abs(buckets[name]))
-    parts += ["%s %s" % (_minutes(buckets[name], gpus), SUMMARY_WORDS[name]) for name in rest]
+    head = ("goodput %s" % ("%.0f%%" % (100 * goodput) if goodput is not None else "-")) if gpus else "no GPU held"
+    parts = ["%s %s" % (_minutes(wall.get("productive", 0.0), 1), SUMMARY_WORDS["productive"])]
+    rest = sorted((name for name in SUMMARY_ORDER[1:] if abs(wall.get(name) or 0.0) >= 0.05),
+                  key=lambda name: -abs(wall[name]))
+    parts += ["%s %s" % (_minutes(wall[name], 1), SUMMARY_WORDS[name]) for name in rest]
     no_gpu = ledger.get("no_gpu") or {}
-    tail = "; %.2f GPU-h held by %d GPU(s)" % ((ledger.get("gpu_seconds_held") or 0.0) / 3600.0, gpus)
+    tail = "; %.2f GPU-h held by %d GPU(s)" % ((ledger.get("gpu_seconds_held") or 0.0) / 3600.0, gpus) if gpus else ""
     waits = [("queue", no_gpu.get("queue_wait_s") or 0.0), ("heal", no_gpu.get("heal_s") or 0.0)]
     if any(value >= 1 for _name, value in waits):
         tail += "; no GPU: %s" % ", ".join("%.1f min %s" % (value / 60.0, name) for name, value in waits if value >= 1)

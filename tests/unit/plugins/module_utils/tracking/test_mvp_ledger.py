@@ -330,3 +330,18 @@ def test_the_entrypoints_verdict_after_the_trainers_exit_holds_no_gpu(tmp_path):
     ledger = mvp_ledger.compute_ledger(jobs, "run", end + 100)
     assert ledger["seconds_held"] == pytest.approx(end + VERDICT_S - EPOCH)
     same(ledger["buckets"], buckets(startup=S, productive=3 * T, shutdown=E + VERDICT_S))
+
+
+def test_a_run_of_no_gpu_says_so_in_wall_minutes_and_an_attempt_not_started_yet_closes(tmp_path):
+    """A script job's summary: 'no GPU held' with its wall minutes (not GPU-hours of a made-up GPU); and a run whose
+    only attempt has no start yet (just handed over) gets a ledger, all zero (it raised KeyError 'seconds')."""
+    ledger = {"gpus": 0, "goodput": None, "gpu_seconds_held": 0.0, "buckets": {n: 0.0 for n in mvp_ledger.BUCKETS},
+              "seconds": dict({n: 0.0 for n in mvp_ledger.BUCKETS}, startup=120.0, lost=30.0), "no_gpu": {}}
+    assert mvp_ledger.summary_line(ledger) == "no GPU held: 0.0 min productive, 2 min start-up, 0.5 min lost"
+    jobs = str(tmp_path)
+    folder = os.path.join(jobs, "run")
+    write(os.path.join(folder, "config", "job_spec.json"), {"submission_id": "run", "workload": "sft"})
+    os.makedirs(os.path.join(folder, "logs"))
+    empty = mvp_ledger.compute_ledger(jobs, "run", EPOCH)
+    assert empty["state"] == "running" and empty["seconds_held"] == 0.0 and empty["gpu_seconds_held"] == 0.0
+    assert empty["seconds"] == {n: 0.0 for n in mvp_ledger.BUCKETS} == empty["attempts"][0]["seconds"]
