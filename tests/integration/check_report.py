@@ -169,8 +169,19 @@ def main():
 
     with open(os.path.join(folder, "report.json"), encoding="utf-8") as handle:
         report = json.load(handle)
-    check(len(parsed.images) == len(metrics), "one embedded plot per key metric (%d)" % len(parsed.images))
-    for img, metric in zip(parsed.images, metrics):
+    # The GPU-hour ledger's stacked bars (issue 63) are embedded too when a run has a ledger: told apart by their alt.
+    ledger_images = [i for i in parsed.images if (i.get("alt") or "").startswith("stacked GPU-hours")]
+    images = [i for i in parsed.images if i not in ledger_images]
+    runs_with_ledger = [r for r in runs if os.path.exists(os.path.join(jobs, r, "logs", "ledger.json"))]
+    if report.get("ledger_plot") or runs_with_ledger:
+        data = base64.b64decode(ledger_images[0]["src"].split(",", 1)[1]) if len(ledger_images) == 1 else b""
+        with open(os.path.join(folder, "plots", "ledger.png"), "rb") as handle:
+            on_disk = handle.read()
+        check(data[:8] == b"\x89PNG\r\n\x1a\n" and data == on_disk,
+              "the ledger's stacked bars: one embedded PNG (%d), the same as plots/ledger.png (runs with a ledger: %s)"
+              % (len(ledger_images), ", ".join(runs_with_ledger)))
+    check(len(images) == len(metrics), "one embedded plot per key metric (%d)" % len(images))
+    for img, metric in zip(images, metrics):
         data = base64.b64decode(img["src"].split(",", 1)[1])
         with open(os.path.join(folder, report["plots"][metric["key"]]), "rb") as handle:
             on_disk = handle.read()
