@@ -80,6 +80,9 @@ from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_runs import (
 VERSION = 1
 """The ledger file's format version (docs/jobs.md, "Where the GPU-hours went")."""
 
+LAST_STEP = "__last_step__"
+"""The key under which :meth:`LedgerCache.metrics` keeps the highest step of any metrics line ({0: step})."""
+
 BUCKETS = ("startup", "productive", "checkpoint", "validation", "recomputed", "lost", "failure_gap", "hang",
            "preemption", "shutdown", "unaccounted")
 """The buckets every held GPU-second goes into, in this order (the contract's key names)."""
@@ -188,6 +191,9 @@ class LedgerCache(object):
             got = read_metrics(path, keys=(STEP_KEY, SAVE_KEY, TEST_KEY), prefixes=(VAL_PREFIX,), start=state["end"])
             for key, points in got["series"].items():
                 state["data"].setdefault(key, {}).update((step, value) for step, value in points)
+            # the highest step of any line (the key LAST_STEP, not a metric of verl's)
+            last = max(state["data"].get(LAST_STEP, {}).get(0, 0), got["last_step"])
+            state["data"][LAST_STEP] = {0: last}
             state["end"] = got["end"]
         return state["data"]
 
@@ -346,6 +352,16 @@ def attempt_ledger(view, now, fate, notes):
     wall = _empty()
     # step 0 is verl's validation before training (val_before_train), not a step: it stays in the start-up
     steps = [(n, min(max(at, started), until)) for n, at in stamps["steps"] if n > 0]
+    if not view["running"] and view.get("metrics_mtime"):
+        # Steps verl logged after the stamper's last look (it looks every 0.25 s; a node killed right after a line
+        # leaves that step unstamped): stamped at the metrics file's last write, an estimate.
+        last = steps[-1][0] if steps else 0
+        logged = list(range(last + 1, int(metrics.get(LAST_STEP, {}).get(0, 0)) + 1))
+        if logged:
+            at = min(max(view["metrics_mtime"], steps[-1][1] if steps else started), until)
+            steps += [(n, at) for n in logged]
+            notes.add("%s: step(s) %s logged after the last stamp: stamped at the metrics file's last write (an "
+                      "estimate)" % (view["sid"], ", ".join(str(n) for n in logged)))
     end_kind = "productive" if view["running"] else _end_kind(view["watchdog"], view["stopped_by"], verdict)
     if not steps:
         wall["hang" if end_kind == "hang" else "preemption" if end_kind == "preemption" else "startup"] = held
@@ -440,6 +456,14 @@ def attempt_ledger(view, now, fate, notes):
     return entry
 
 
+def _file_mtime(path):
+    """A file's modification time (float seconds since the epoch), or None when it is missing."""
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
 def _ended_at(view):
     """When an ended attempt ended (s since the epoch) from its files, or None (see the module's rules)."""
     end_ms = _num(view["status"].get("end_time"))
@@ -478,6 +502,7 @@ def compute_ledger(jobs_dir, run, now, cache=None):
         views.append({"sid": sid, "spec": cache.read_json(path("job_spec")), "status": status,
                       "queue": cache.read_json(path("queue")), "stamps": cache.stamps(path("steps")),
                       "metrics": cache.metrics(path("metrics")), "checkpoints": path("checkpoints"),
+                      "metrics_mtime": _file_mtime(path("metrics")),
                       "saved": checkpoint_steps(path("checkpoints")),
                       "stopped_by": cache.read_json(path("stopped_by")),
                       "watchdog": cache.read_json(path("watchdog")), "continued": cache.read_json(path("continued"))})

@@ -345,3 +345,28 @@ def test_a_run_of_no_gpu_says_so_in_wall_minutes_and_an_attempt_not_started_yet_
     empty = mvp_ledger.compute_ledger(jobs, "run", EPOCH)
     assert empty["state"] == "running" and empty["seconds_held"] == 0.0 and empty["gpu_seconds_held"] == 0.0
     assert empty["seconds"] == {n: 0.0 for n in mvp_ledger.BUCKETS} == empty["attempts"][0]["seconds"]
+
+
+def test_a_step_logged_after_the_last_stamp_of_an_ended_attempt_is_counted_at_the_metrics_files_last_write(tmp_path):
+    """A node killed within the stamper's 0.25 s after a step's line: the step is in metrics.jsonl, not stamped. It
+    is counted (recomputed here) at the metrics file's last write, and the failure gap runs from there to the end."""
+    jobs, m, r = str(tmp_path), 6, 4
+    stamps = [(n, EPOCH + S + n * T) for n in range(1, m + 1)]
+    line_at, end = stamps[-1][1], stamps[-1][1] + G
+    folder = attempt(jobs, "run", EPOCH, stamps, end, "failed", "node_lost",
+                     extra={"restart.json": {"next": "run-r1"}})
+    steps_path = os.path.join(folder, "logs", "steps.jsonl")
+    with open(steps_path) as handle:
+        kept = [line for line in handle if '"step": %d,' % m not in line and "trainer_exit" not in line]
+    write(steps_path, "".join(kept))  # the last step's stamp never came (nor the exit: the node died)
+    metrics_path = os.path.join(folder, "logs", "metrics.jsonl")
+    os.utime(metrics_path, (line_at, line_at))
+    attempt(jobs, "run-r1", end + H, [(n, end + H + S + (n - r) * T) for n in range(r + 1, 9)], end + H + S + 5 * T,
+            "trained", resumed=r)
+    end_run(jobs, "run", True, ["run", "run-r1"], {"verdict": "trained"})
+    first = mvp_ledger.compute_ledger(jobs, "run", end + 1000)["attempts"][0]
+    assert first["steps"]["last"] == m and first["steps"]["recomputed"] == m - r
+    ray_end = end + VERDICT_S  # no exit stamp: Ray's end_time holds
+    want = {name: 0.0 for name in mvp_ledger.BUCKETS}
+    want.update(startup=S, productive=r * T, recomputed=(m - r) * T, failure_gap=ray_end - line_at)
+    same(first["seconds"], want)
