@@ -75,7 +75,7 @@ import traceback
 
 from ansible_collections.mvp.ray.plugins.module_utils.cluster import mvp_service
 from ansible_collections.mvp.ray.plugins.module_utils.lifecycle import mvp_playbook_run, mvp_queue, mvp_run_state
-from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_files import read_json, write_text_atomic
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_files import mtime, read_json, write_text_atomic
 from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_job import is_submission_id
 from ansible_collections.mvp.ray.plugins.module_utils.cluster.mvp_ray import (
     TERMINAL_STATUSES, auth_headers, bundle_shapes, list_nodes, list_placement_groups, alive_offers, pending_stop,
@@ -295,10 +295,7 @@ def discover(config, known):
 
 def _mtime(path):
     """The modification time of ``path`` (seconds since the epoch), 0 when it cannot be read."""
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return 0.0
+    return mtime(path, 0.0)
 
 
 def _young(path, now=None):

@@ -62,6 +62,14 @@ def write_text_if_changed(path, text, mode=0o644, check_mode=False):
     return True
 
 
+def mtime(path, missing=None):
+    """The modification time of ``path`` (float seconds since the epoch), ``missing`` when it cannot be read."""
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return missing
+
+
 def read_json(path):
     """The JSON object in ``path``, or {} when it is missing, unreadable or not an object."""
     try:

@@ -74,6 +74,7 @@ import os
 import statistics
 
 from ansible_collections.mvp.ray.plugins.module_utils.lifecycle import mvp_run_state
+from ansible_collections.mvp.ray.plugins.module_utils.storage.mvp_files import mtime
 from ansible_collections.mvp.ray.plugins.module_utils.tracking.mvp_runs import (
     STEP_DIR_RE, latest_checkpoint, read_metrics)
 
@@ -456,14 +457,6 @@ def attempt_ledger(view, now, fate, notes):
     return entry
 
 
-def _file_mtime(path):
-    """A file's modification time (float seconds since the epoch), or None when it is missing."""
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return None
-
-
 def _ended_at(view):
     """When an ended attempt ended (s since the epoch) from its files, or None (see the module's rules)."""
     end_ms = _num(view["status"].get("end_time"))
@@ -502,7 +495,7 @@ def compute_ledger(jobs_dir, run, now, cache=None):
         views.append({"sid": sid, "spec": cache.read_json(path("job_spec")), "status": status,
                       "queue": cache.read_json(path("queue")), "stamps": cache.stamps(path("steps")),
                       "metrics": cache.metrics(path("metrics")), "checkpoints": path("checkpoints"),
-                      "metrics_mtime": _file_mtime(path("metrics")),
+                      "metrics_mtime": mtime(path("metrics")),
                       "saved": checkpoint_steps(path("checkpoints")),
                       "stopped_by": cache.read_json(path("stopped_by")),
                       "watchdog": cache.read_json(path("watchdog")), "continued": cache.read_json(path("continued"))})

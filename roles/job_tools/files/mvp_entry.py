@@ -105,6 +105,43 @@ def auth_headers():
     return {"Authorization": "Bearer " + token} if token else {}
 
 
+class MetricsTail(object):
+    """The steps of the metrics lines added to verl's file logger output since the last look.
+
+    :param path: str, the metrics file (``$VERL_FILE_LOGGER_PATH``; it may not exist yet), or '' (no steps).
+    Each :meth:`read` costs one ``os.stat`` while the file does not grow; only the bytes added since the last read are
+    read (a file that shrank - replaced - is read again from its start); a half-written last line waits for the next.
+    """
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = 0
+        self.partial = ""
+
+    def read(self):
+        """The step numbers of the complete lines added since the last call, in file order (list of int)."""
+        if not self.path:
+            return []
+        try:
+            size = os.stat(self.path).st_size
+        except OSError:
+            return []
+        if size < self.offset:  # the file was replaced: read it again from its start
+            self.offset, self.partial = 0, ""
+        if size == self.offset:
+            return []
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                chunk = handle.read(size - self.offset)
+        except OSError:
+            return []
+        self.offset += len(chunk)
+        lines = (self.partial + chunk.decode("utf-8", "replace")).split("\n")
+        self.partial = lines.pop()
+        return list(mvp_verdict.read_metrics("\n".join(lines)))
+
+
 class Progress(object):
     """Steps of the trainer as they appear in verl's file logger output, with their arrival times.
 
@@ -116,25 +153,15 @@ class Progress(object):
 
     def __init__(self, path, start):
         self.path = path
-        self.offset = 0
-        self.partial = ""
+        self.tail = MetricsTail(path)
         self.last_arrival = start
         self.steps = []
         self.durations = []
 
     def poll(self, now):
         """Read lines added since the last call; returns the new steps."""
-        try:
-            with open(self.path, "r", encoding="utf-8", errors="replace") as handle:
-                handle.seek(self.offset)
-                chunk = handle.read()
-                self.offset = handle.tell()
-        except OSError:
-            return []
-        lines = (self.partial + chunk).split("\n")
-        self.partial = lines.pop()
         new = []
-        for step in mvp_verdict.read_metrics("\n".join(lines)):
+        for step in self.tail.read():
             if not (self.steps + new) or step > (self.steps + new)[-1]:
                 new.append(step)
         if new:
@@ -163,19 +190,23 @@ class Stamper(object):
     :param metrics: str, the metrics file (``$VERL_FILE_LOGGER_PATH``; it may not exist yet), or '' (no steps).
     :param path: str, the stamps file (``mvp_job.FILES["steps"]``), appended to (one JSON object per line).
     :param clock: callable() -> float seconds since the epoch (``time.time``).
-    Each :meth:`poll` costs one ``os.stat`` while the file does not grow; only bytes added since the last read are
-    read. A step number seen before (verl's SFT trainer logs ``val/loss`` on a line of its own at the same step)
+    It reads the file through its own :class:`MetricsTail` (one ``os.stat`` a look while the file does not grow). A
+    step number seen before (verl's SFT trainer logs ``val/loss`` on a line of its own at the same step)
     gets no second stamp. Writing is best effort: an OSError is kept in ``self.error`` and never raised.
     """
 
     def __init__(self, metrics, path, clock=time.time):
         self.metrics = metrics
+        self.tail = MetricsTail(metrics)
         self.path = path
         self.clock = clock
-        self.offset = 0
-        self.partial = ""
         self.seen = set()
         self.error = None
+
+    @property
+    def offset(self):
+        """Bytes of the metrics file read so far (int)."""
+        return self.tail.offset
 
     def write(self, record):
         """Append one record (dict) as a JSON line."""
@@ -191,28 +222,10 @@ class Stamper(object):
 
     def poll(self):
         """Stamp the steps that appeared since the last call; returns them (list of int)."""
-        if not self.metrics:
-            return []
-        try:
-            size = os.stat(self.metrics).st_size
-        except OSError:
-            return []
-        if size < self.offset:  # the file was replaced: read it again from its start
-            self.offset, self.partial = 0, ""
-        if size == self.offset:
-            return []
-        try:
-            with open(self.metrics, "rb") as handle:
-                handle.seek(self.offset)
-                chunk = handle.read(size - self.offset)
-        except OSError:
-            return []
-        self.offset += len(chunk)
-        lines = (self.partial + chunk.decode("utf-8", "replace")).split("\n")
-        self.partial = lines.pop()
+        steps = self.tail.read()
         now = round(self.clock(), 3)
         new = []
-        for step in mvp_verdict.read_metrics("\n".join(lines)):
+        for step in steps:
             if step not in self.seen:
                 self.seen.add(step)
                 new.append(step)
